@@ -3,6 +3,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# dvc.yaml calls `zrodlo`: the venv's bin comes first on the PATH of every recipe.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: repro test lint bench clean-venv
 

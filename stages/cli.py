@@ -1,2 +1,41 @@
-def main():
-    pass
+"""The `zrodlo` command: its groups, the commands of each stage, and how a refusal is printed."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from stages import documents, prepare, split, splits, tokenizer
+from zrodlo.refusal import Refusal
+
+app = typer.Typer(
+    help="Reproducible, resumable training of small character-level language models.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+documents_group = typer.Typer(
+    help="Documents: bring them in, assign pools, split.", no_args_is_help=True
+)
+tokenizer_group = typer.Typer(help="The character tokenizer.", no_args_is_help=True)
+corpus_group = typer.Typer(help="Token corpora prepared from documents.", no_args_is_help=True)
+app.add_typer(documents_group, name="documents")
+app.add_typer(tokenizer_group, name="tokenizer")
+app.add_typer(corpus_group, name="corpus")
+
+documents_group.command("pydoc")(documents.pydoc)
+documents_group.command("import")(documents.import_documents)
+documents_group.command("splits")(splits.splits)
+documents_group.command("split")(split.split)
+tokenizer_group.command("fit")(tokenizer.fit)
+corpus_group.command("prepare")(prepare.prepare)
+
+
+def main() -> None:
+    """Run the command line; a refusal prints `Error: <sentence>` on stderr and exits 1."""
+    try:
+        app()
+    except Refusal as refusal:
+        print(f"Error: {refusal.sentence}", file=sys.stderr)
+        sys.exit(1)

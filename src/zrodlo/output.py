@@ -1,0 +1,118 @@
+"""How outputs come into being: checked first, written under a temporary name, renamed into place.
+
+A command that refuses leaves nothing behind, and a crash never leaves something that looks complete:
+the final name appears only through an atomic rename of a fully written and synced directory or file.
+Leftover temporaries of a killed process are named `.<name>.partial-<pid>` and are removed the next time
+the same output is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from zrodlo.refusal import Refusal
+
+_PARTIAL = ".partial-"
+
+
+def check_new_directory(path: Path) -> None:
+    """Refuse an output directory that exists or whose parent does not."""
+    if path.exists() or path.is_symlink():
+        if path.is_dir():
+            raise Refusal(
+                f"{path} already exists; Zrodlo writes a new directory and overwrites nothing"
+            )
+        raise Refusal(f"{path} exists and is not a directory; Zrodlo writes a new directory")
+    _check_parent(path)
+
+
+def check_new_file(path: Path) -> None:
+    """Refuse an output file that exists or whose parent does not."""
+    if path.exists() or path.is_symlink():
+        raise Refusal(f"{path} already exists; Zrodlo writes a new file and overwrites nothing")
+    _check_parent(path)
+
+
+def _check_parent(path: Path) -> None:
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise Refusal(
+            f"{path} cannot be written: its parent {path.parent} does not exist; "
+            "Zrodlo creates only the output itself, so create the parent first"
+        )
+
+
+def partial_name(path: Path) -> Path:
+    """The temporary sibling an output is built under before it is renamed into place."""
+    return path.parent / f".{path.name}{_PARTIAL}{os.getpid()}"
+
+
+def remove_leftovers(path: Path) -> None:
+    """Remove temporaries that killed processes left for this output."""
+    prefix = f".{path.name}{_PARTIAL}"
+    with contextlib.suppress(FileNotFoundError):
+        for entry in path.parent.iterdir():
+            if entry.name.startswith(prefix):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+
+
+def sync_directory(path: Path) -> None:
+    """fsync a directory so the names inside it (a rename, a new file) survive a power cut."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(root: Path) -> None:
+    for entry in sorted(root.rglob("*")):
+        if entry.is_file():
+            with open(entry, "rb+") as handle:
+                os.fsync(handle.fileno())
+    for directory in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]:
+        sync_directory(directory)
+
+
+@contextlib.contextmanager
+def new_directory(path: Path) -> Iterator[Path]:
+    """Yield an empty temporary directory that becomes `path` when the block ends without error.
+
+    On any exception (a refusal included) the temporary is removed and `path` never appears.
+    """
+    check_new_directory(path)
+    remove_leftovers(path)
+    partial = partial_name(path)
+    partial.mkdir()
+    try:
+        yield partial
+        _sync_tree(partial)
+        os.rename(partial, path)
+        sync_directory(path.absolute().parent)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def new_file(path: Path) -> Iterator[Path]:
+    """Yield a temporary file path that becomes `path` when the block ends without error."""
+    check_new_file(path)
+    remove_leftovers(path)
+    partial = partial_name(path)
+    try:
+        yield partial
+        with open(partial, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.rename(partial, path)
+        sync_directory(path.absolute().parent)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise

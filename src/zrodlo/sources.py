@@ -1,0 +1,149 @@
+"""Where documents come from before they are a documents file: a folder of text files, a Parquet or
+CSV table with id and text columns, or the reference documentation that ships with Python itself.
+
+Each source yields (id, text) pairs; `write_documents` checks them as the documents file does and
+writes the JSONL that the rest of Zrodlo reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from zrodlo.documents import document_line
+from zrodlo.refusal import Refusal
+
+TABLE_SUFFIXES = {".parquet": "Parquet", ".csv": "CSV"}
+
+
+def pydoc_documents() -> Iterator[tuple[str, str]]:
+    """Python's own reference topics (pydoc_data.topics), one document a topic, in name order."""
+    from pydoc_data.topics import topics
+
+    for name in sorted(topics):
+        yield name, topics[name]
+
+
+def folder_documents(folder: Path) -> Iterator[tuple[str, str]]:
+    """Every file under a folder, id = its path relative to the folder (with /), in id order.
+
+    Hidden files and folders (names starting with a dot) are skipped.
+    """
+    files = sorted(
+        path
+        for path in folder.rglob("*")
+        if path.is_file()
+        and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+    )
+    for path in files:
+        doc_id = path.relative_to(folder).as_posix()
+        try:
+            yield doc_id, path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise Refusal(
+                f"{path} is not UTF-8 text (byte {error.start}); every file of a folder of "
+                "documents is read as UTF-8"
+            ) from None
+
+
+def table_documents(table: Path, id_column: str, text_column: str) -> Iterator[tuple[str, str]]:
+    """Rows of a Parquet or CSV table, streamed in record batches; ids may be strings or integers."""
+    kind = TABLE_SUFFIXES[table.suffix.lower()]
+    try:
+        batches = _table_batches(table, kind, id_column, text_column)
+        row = 0
+        for batch in batches:
+            ids = batch.column(id_column)
+            if pa.types.is_integer(ids.type):
+                ids = ids.cast(pa.string())
+            if not pa.types.is_string(ids.type) and not pa.types.is_large_string(ids.type):
+                raise Refusal(
+                    f"{table} has column {id_column} of type {ids.type}; ids are strings or integers"
+                )
+            texts = batch.column(text_column)
+            if not pa.types.is_string(texts.type) and not pa.types.is_large_string(texts.type):
+                raise Refusal(
+                    f"{table} has column {text_column} of type {texts.type}; texts are strings"
+                )
+            for doc_id, text in zip(ids.to_pylist(), texts.to_pylist(), strict=True):
+                row += 1
+                if doc_id is None or text is None:
+                    empty = id_column if doc_id is None else text_column
+                    raise Refusal(
+                        f"{table} row {row} has no {empty}; every row needs an id and a text"
+                    )
+                yield doc_id, text
+    except (pa.ArrowInvalid, pa.ArrowKeyError, OSError) as error:
+        raise Refusal(f"{table} does not read as a {kind} table: {error}") from None
+
+
+def _table_batches(
+    table: Path, kind: str, id_column: str, text_column: str
+) -> Iterator[pa.RecordBatch]:
+    if kind == "Parquet":
+        parquet = pq.ParquetFile(table)
+        missing = {id_column, text_column} - set(parquet.schema_arrow.names)
+        _check_columns(table, missing, id_column, text_column)
+        yield from parquet.iter_batches(columns=[id_column, text_column])
+        return
+    header = pacsv.open_csv(table).schema.names
+    _check_columns(table, {id_column, text_column} - set(header), id_column, text_column)
+    convert = pacsv.ConvertOptions(
+        column_types={id_column: pa.string(), text_column: pa.string()},
+        include_columns=[id_column, text_column],
+        strings_can_be_null=False,
+    )
+    yield from pacsv.open_csv(table, convert_options=convert)
+
+
+def _check_columns(table: Path, missing: set[str], id_column: str, text_column: str) -> None:
+    if missing:
+        raise Refusal(
+            f"{table} has no column {sorted(missing)[0]}; a table of documents needs the columns "
+            f"{id_column} and {text_column} (see --id-column and --text-column)"
+        )
+
+
+def source_documents(source: Path, id_column: str, text_column: str) -> Iterator[tuple[str, str]]:
+    """The documents of a folder or a table, chosen by what `source` is."""
+    if source.is_dir():
+        return folder_documents(source)
+    if source.is_file() and source.suffix.lower() in TABLE_SUFFIXES:
+        return table_documents(source, id_column, text_column)
+    if not source.exists():
+        raise Refusal(f"{source} does not exist; import reads a folder, a .parquet or a .csv file")
+    raise Refusal(
+        f"{source} is neither a folder nor a .parquet or .csv file; import reads those three forms"
+    )
+
+
+def write_documents(pairs: Iterable[tuple[str, str]], output: Path, source: str) -> int:
+    """Write checked (id, text) pairs as a documents file; return how many were written."""
+    first: dict[str, int] = {}
+    count = 0
+    with open(output, "wb") as handle:
+        for number, (doc_id, text) in enumerate(pairs, start=1):
+            shown = json.dumps(doc_id, ensure_ascii=False)
+            if not doc_id:
+                raise Refusal(f"{source} document {number} has an empty id; ids must not be empty")
+            earlier = first.setdefault(doc_id, number)
+            if earlier != number:
+                raise Refusal(
+                    f"{source} documents {earlier} and {number} both have id {shown}; "
+                    "every document needs an id of its own"
+                )
+            if not text:
+                raise Refusal(
+                    f"{source} document {shown} has an empty text; a document needs one "
+                    "character or more"
+                )
+            handle.write(document_line(doc_id, text) + b"\n")
+            count += 1
+    if count == 0:
+        raise Refusal(f"{source} holds no documents; import needs one document or more")
+    return count

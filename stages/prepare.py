@@ -1,0 +1,32 @@
+"""`zrodlo corpus prepare`: encode documents into a token corpus (the `prepare` stage)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from zrodlo.corpus import prepare_corpus
+from zrodlo.output import check_new_directory, new_directory
+from zrodlo.tokenizer import CharTokenizer
+
+
+def prepare(
+    documents: Path = typer.Option(..., help="The documents (JSONL) to encode."),
+    tokenizer: Path = typer.Option(..., help="A tokenizer directory (or a model directory)."),
+    output: Path = typer.Option(..., help="The corpus directory to write; must not exist."),
+) -> None:
+    """Write tokens.arrow (Arrow IPC: ids and token lists) and corpus.json (digests and counts)."""
+    check_new_directory(output)
+    fitted = CharTokenizer.load(tokenizer)
+    started = time.perf_counter()
+    with new_directory(output) as partial:
+        manifest = prepare_corpus(documents, fitted, partial)
+    seconds = time.perf_counter() - started
+    typer.echo(
+        f"wrote {output}: {manifest['documents']} documents, {manifest['tokens']} tokens, "
+        f"{manifest['targets']} targets, unknown rate {manifest['unknown_rate']:.4%}, "
+        f"{manifest['characters'] / max(seconds, 1e-9) / 1e6:.1f} M characters/s, "
+        f"digest {manifest['corpus_digest']}"
+    )

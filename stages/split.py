@@ -1,0 +1,27 @@
+"""`zrodlo documents split`: write each pool's documents and a manifest (the `split` stage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from zrodlo.digest import write_json
+from zrodlo.output import new_directory
+from zrodlo.pools import split_documents
+
+
+def split(
+    documents: Path = typer.Option(..., help="The documents file (JSONL)."),
+    splits: Path = typer.Option(..., help="splits.json: the ids of train, validation and test."),
+    output: Path = typer.Option(..., help="The directory to write; must not exist."),
+) -> None:
+    """Write train.jsonl, validation.jsonl, test.jsonl and manifest.json (counts and sha256)."""
+    with new_directory(output) as partial:
+        manifest = split_documents(documents, splits, partial)
+        write_json(partial / "manifest.json", manifest)
+    for pool, entry in manifest["pools"].items():
+        typer.echo(
+            f"{pool}: {entry['documents']} documents, {entry['characters']} characters "
+            f"-> {output / (pool + '.jsonl')}"
+        )

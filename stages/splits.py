@@ -1,0 +1,32 @@
+"""`zrodlo documents splits`: assign every document id to a pool by its hash (the `splits` stage)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from zrodlo.digest import write_json
+from zrodlo.documents import read_documents
+from zrodlo.output import check_new_file, new_file
+from zrodlo.pools import assign_pools
+
+
+def splits(
+    documents: Path = typer.Option(..., help="The documents file (JSONL) whose ids are assigned."),
+    output: Path = typer.Option(..., help="The splits.json to write; must not exist."),
+    validation: float = typer.Option(0.1, help="Share of documents held out for validation."),
+    test: float = typer.Option(0.1, help="Share of documents held out for test."),
+) -> None:
+    """Write splits.json, each id's pool drawn from a hash of the id alone.
+
+    Adding documents never moves an existing one to another pool.
+    """
+    check_new_file(output)
+    ids = [document.id for document in read_documents(documents)]
+    pools = assign_pools(ids, validation, test, documents)
+    with new_file(output) as partial:
+        write_json(partial, pools)
+    counts = json.dumps({pool: len(members) for pool, members in pools.items()})
+    typer.echo(f"wrote {output}: {counts}")
