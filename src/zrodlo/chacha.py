@@ -1,0 +1,470 @@
+"""ChaCha20 (RFC 8439) and every seeded draw Zrodlo makes from it.
+
+A draw is addressed, never consumed: a `Stream` names a key (the seed) and a nonce (the purpose and
+two indices), and word w of the stream is word w % 16 of the block with counter w // 16. Every draw
+is a pure function of (stream, start, count), so element i computed alone equals element i of any
+longer draw that covers it, and a resumed run needs nothing but its step count to draw the same.
+
+Four implementations of the keystream give the same bits: a plain-Python reference
+(`block_reference`), a numpy one vectorised over blocks (`keystream_numpy`), a fast one through PyCA
+cryptography (`keystream`, the one the draws use on the CPU) and a torch one (`keystream_torch`)
+that draws dropout masks on the device where they are used.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+from zrodlo.refusal import Refusal
+
+# The generator and the layout of every draw below. Checkpoints record it; a build whose draws
+# differ in any bit must change the version so that it refuses to resume a run it cannot continue.
+GENERATOR: str = "chacha20-rfc8439/zrodlo-draws-v1"
+
+SEED_MAX = 2**64 - 1
+
+_MASK32 = 0xFFFFFFFF
+_WORDS_PER_BLOCK = 16
+_BLOCK_BYTES = 64
+# RFC 8439's block counter is 32 bits; OpenSSL would carry past it into the nonce, so we stop there.
+_BLOCKS_PER_STREAM = 2**32
+_WORDS_PER_STREAM = _BLOCKS_PER_STREAM * _WORDS_PER_BLOCK
+# "expand 32-byte k" as four little-endian words (RFC 8439 2.3).
+_CONSTANTS = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)
+
+
+class Purpose(enum.IntEnum):
+    """What a stream is drawn for; it is the first nonce word, so purposes never share bits."""
+
+    INIT = 1
+    WINDOW_ORDER = 2
+    DROPOUT = 3
+    SAMPLING = 4
+
+
+def check_seed(value: object) -> int:
+    """Return `value` as an int if it is a seed (a whole number in [0, SEED_MAX]), else refuse."""
+    # bool is an int subclass, but `--seed True` is a mistake, not the seed 1.
+    if (
+        isinstance(value, (int, np.integer))
+        and not isinstance(value, (bool, np.bool_))
+        and 0 <= int(value) <= SEED_MAX
+    ):
+        return int(value)
+    raise Refusal(f"--seed is {value!r}; it must be a whole number from 0 to 18446744073709551615")
+
+
+def _check_u32(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} is {value!r}; it must be an int")
+    if not 0 <= int(value) <= _MASK32:
+        raise ValueError(f"{name} is {value}; it must lie in [0, 2**32)")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One counter-addressed ChaCha20 stream: the key from `seed`, the nonce from `purpose`, a, b.
+
+    key   = seed as 8 bytes little-endian, then 24 zero bytes
+    nonce = purpose, a, b as three little-endian uint32
+    """
+
+    seed: int
+    purpose: Purpose
+    a: int = 0
+    b: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seed", check_seed(self.seed))
+        object.__setattr__(self, "purpose", Purpose(self.purpose))
+        object.__setattr__(self, "a", _check_u32("a", self.a))
+        object.__setattr__(self, "b", _check_u32("b", self.b))
+
+    @property
+    def key(self) -> bytes:
+        return self.seed.to_bytes(8, "little") + bytes(24)
+
+    @property
+    def nonce(self) -> bytes:
+        return struct.pack("<III", int(self.purpose), self.a, self.b)
+
+
+# ---------------------------------------------------------------------------------------------
+# The keystream, four ways.
+
+
+def _rotl32(x: int, n: int) -> int:
+    return ((x << n) & _MASK32) | (x >> (32 - n))
+
+
+def quarter_round(a: int, b: int, c: int, d: int) -> tuple[int, int, int, int]:
+    """RFC 8439 2.1 on four 32-bit words; the reference the vectorised versions are tested against."""
+    a = (a + b) & _MASK32
+    d = _rotl32(d ^ a, 16)
+    c = (c + d) & _MASK32
+    b = _rotl32(b ^ c, 12)
+    a = (a + b) & _MASK32
+    d = _rotl32(d ^ a, 8)
+    c = (c + d) & _MASK32
+    b = _rotl32(b ^ c, 7)
+    return a, b, c, d
+
+
+def _check_block_args(key: bytes, counter: int, nonce: bytes, blocks: int) -> None:
+    if len(key) != 32:
+        raise ValueError(f"a ChaCha20 key is 32 bytes, not {len(key)}")
+    if len(nonce) != 12:
+        raise ValueError(f"a ChaCha20 nonce is 12 bytes, not {len(nonce)}")
+    if blocks < 0 or counter < 0 or counter + blocks > _BLOCKS_PER_STREAM:
+        raise ValueError(
+            f"blocks {counter}..{counter + blocks - 1} lie outside the 32-bit block counter"
+        )
+
+
+def _initial_state(key: bytes, counter: int, nonce: bytes) -> list[int]:
+    return [
+        *_CONSTANTS,
+        *struct.unpack("<8I", key),
+        counter,
+        *struct.unpack("<3I", nonce),
+    ]
+
+
+def block_reference(key: bytes, counter: int, nonce: bytes) -> bytes:
+    """RFC 8439 2.3: the 64-byte block `counter` of (key, nonce), in plain Python."""
+    _check_block_args(key, counter, nonce, 1)
+    state = _initial_state(key, counter, nonce)
+    x = list(state)
+    for _ in range(10):
+        for i, j, k, m in (
+            (0, 4, 8, 12),
+            (1, 5, 9, 13),
+            (2, 6, 10, 14),
+            (3, 7, 11, 15),
+            (0, 5, 10, 15),
+            (1, 6, 11, 12),
+            (2, 7, 8, 13),
+            (3, 4, 9, 14),
+        ):
+            x[i], x[j], x[k], x[m] = quarter_round(x[i], x[j], x[k], x[m])
+    return struct.pack("<16I", *[(x[i] + state[i]) & _MASK32 for i in range(16)])
+
+
+def keystream_numpy(key: bytes, nonce: bytes, counter: int, blocks: int) -> np.ndarray:
+    """Blocks counter..counter+blocks-1 as uint32 words, shape (blocks*16,), computed with numpy.
+
+    The state is held as four rows of the 4x4 matrix, each (4, blocks); a column round is one
+    quarter round on the rows, a diagonal round the same after rotating rows b, c, d by 1, 2, 3.
+    """
+    _check_block_args(key, counter, nonce, blocks)
+    init = np.empty((16, blocks), dtype=np.uint32)  # (16, blocks)
+    init[:] = np.asarray(_initial_state(key, 0, nonce), dtype=np.uint32)[:, None]
+    init[12] = np.arange(counter, counter + blocks, dtype=np.uint64).astype(np.uint32)
+    a, b, c, d = (init[4 * r : 4 * r + 4].copy() for r in range(4))  # each (4, blocks)
+
+    def rotl(x: np.ndarray, n: int) -> np.ndarray:
+        return (x << np.uint32(n)) | (x >> np.uint32(32 - n))
+
+    def qr(a, b, c, d):  # uint32 arithmetic wraps mod 2**32, as ChaCha20 needs
+        a = a + b
+        d = rotl(d ^ a, 16)
+        c = c + d
+        b = rotl(b ^ c, 12)
+        a = a + b
+        d = rotl(d ^ a, 8)
+        c = c + d
+        b = rotl(b ^ c, 7)
+        return a, b, c, d
+
+    for _ in range(10):
+        a, b, c, d = qr(a, b, c, d)
+        b, c, d = np.roll(b, -1, axis=0), np.roll(c, -2, axis=0), np.roll(d, -3, axis=0)
+        a, b, c, d = qr(a, b, c, d)
+        b, c, d = np.roll(b, 1, axis=0), np.roll(c, 2, axis=0), np.roll(d, 3, axis=0)
+    out = np.concatenate([a, b, c, d]) + init  # (16, blocks)
+    return np.ascontiguousarray(out.T).reshape(-1)  # (blocks*16,): block-major, as in the stream
+
+
+def keystream(key: bytes, nonce: bytes, counter: int, blocks: int) -> np.ndarray:
+    """The same words as `keystream_numpy`, (blocks*16,) uint32, through PyCA cryptography (OpenSSL).
+
+    PyCA's ChaCha20 takes a 16-byte nonce: the 4-byte little-endian block counter, then the
+    RFC 8439 12-byte nonce. The keystream is the encryption of zeros.
+    """
+    _check_block_args(key, counter, nonce, blocks)
+    out = np.empty(blocks * _WORDS_PER_BLOCK, dtype="<u4")
+    if blocks == 0:
+        return out.astype(np.uint32)
+    cipher = Cipher(algorithms.ChaCha20(key, counter.to_bytes(4, "little") + nonce), mode=None)
+    cipher.encryptor().update_into(bytes(blocks * _BLOCK_BYTES), memoryview(out).cast("B"))
+    # The bytes are little-endian words whatever the host; on a little-endian host this is a no-op.
+    return out.astype(np.uint32, copy=False)
+
+
+def keystream_torch(
+    key: bytes, nonce: bytes, counter: int, blocks: int, device: torch.device
+) -> torch.Tensor:
+    """The same words as `keystream`, computed with torch integer ops on `device`.
+
+    Returns an int64 tensor of shape (blocks*16,) whose values are the uint32 words, in
+    [0, 2**32). torch has no general uint32 arithmetic, so each word is held in an int64 and masked
+    with 0xFFFFFFFF after every addition and rotation, which is exact on every backend.
+    """
+    _check_block_args(key, counter, nonce, blocks)
+    init = torch.tensor(_initial_state(key, 0, nonce), dtype=torch.int64, device=device)
+    init = init[:, None].repeat(1, blocks)  # (16, blocks)
+    init[12] = torch.arange(counter, counter + blocks, dtype=torch.int64, device=device)
+    a, b, c, d = (init[4 * r : 4 * r + 4].clone() for r in range(4))  # each (4, blocks)
+
+    def rotl(x: torch.Tensor, n: int) -> torch.Tensor:
+        return ((x << n) & _MASK32) | (x >> (32 - n))
+
+    def qr(a, b, c, d):
+        a = (a + b) & _MASK32
+        d = rotl(d ^ a, 16)
+        c = (c + d) & _MASK32
+        b = rotl(b ^ c, 12)
+        a = (a + b) & _MASK32
+        d = rotl(d ^ a, 8)
+        c = (c + d) & _MASK32
+        b = rotl(b ^ c, 7)
+        return a, b, c, d
+
+    for _ in range(10):
+        a, b, c, d = qr(a, b, c, d)
+        b, c, d = b.roll(-1, 0), c.roll(-2, 0), d.roll(-3, 0)
+        a, b, c, d = qr(a, b, c, d)
+        b, c, d = b.roll(1, 0), c.roll(2, 0), d.roll(3, 0)
+    out = (torch.cat([a, b, c, d]) + init) & _MASK32  # (16, blocks)
+    return out.T.contiguous().reshape(-1)  # (blocks*16,)
+
+
+# ---------------------------------------------------------------------------------------------
+# Addressing.
+
+
+def _check_range(start: int, count: int, each: int, per: int = 1) -> tuple[int, int]:
+    """Validate an element range and return the word range [first, end) it reads.
+
+    Each element reads `each` words, or `per` elements share one word (keep-masks use halves).
+    """
+    for name, value in (("start", start), ("count", count)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} is {value!r}; it must be a whole number, not negative")
+    start, count = int(start), int(count)
+    first = start * each // per
+    end = -(-(start + count) * each // per)
+    if end > _WORDS_PER_STREAM:
+        raise ValueError(
+            f"elements {start}..{start + count - 1} need stream words up to {end - 1}, past the "
+            f"last word {_WORDS_PER_STREAM - 1} of a 32-bit block counter"
+        )
+    return first, end
+
+
+def _words(stream: Stream, first: int, end: int) -> np.ndarray:
+    if end <= first:
+        return np.empty(0, dtype=np.uint32)
+    block0 = first // _WORDS_PER_BLOCK
+    blocks = (end - 1) // _WORDS_PER_BLOCK - block0 + 1
+    ks = keystream(stream.key, stream.nonce, block0, blocks)
+    offset = first - block0 * _WORDS_PER_BLOCK
+    return ks[offset : offset + (end - first)]
+
+
+def words(stream: Stream, start: int, count: int) -> np.ndarray:
+    """Words start..start+count-1 of the stream as uint32, shape (count,).
+
+    Word w is word w % 16 of block w // 16; positions past the 32-bit block counter raise
+    ValueError rather than wrap.
+    """
+    first, end = _check_range(start, count, 1)
+    return _words(stream, first, end)
+
+
+# ---------------------------------------------------------------------------------------------
+# Floats. Element i of `uniform` reads word start+i; element i of `normal` reads words
+# 2(start+i) and 2(start+i)+1.
+
+
+def uniform(stream: Stream, start: int, count: int) -> np.ndarray:
+    """float32 in [0, 1), shape (count,): element i is (top 24 bits of word start+i) * 2**-24."""
+    w = words(stream, start, count)
+    # 24 bits fit a float32 significand, so every value is exact.
+    return (w >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+
+
+# numpy's float64 log/exp/sin/cos dispatch to CPU-specific SIMD code (SVML, AVX-512 variants) whose
+# last bits differ between machines, which would make initial weights differ across machines. So
+# the normal draw uses only IEEE-754 correctly rounded operations (+ - * / sqrt), exact frexp and
+# comparisons, in float64, with fixed evaluation order: every machine gives the same bits.
+_LN2 = 0.6931471805599453  # float64 nearest ln 2
+_SQRT_HALF = 0.7071067811865476
+_TWO_PI = 6.283185307179586
+# Taylor coefficients in x**2: cos x = sum (-1)^k x^2k / (2k)!, sin x = x sum (-1)^k x^2k / (2k+1)!,
+# to x^18 and x^19, whose next terms are below 1e-18 at pi/4. int / int rounds correctly in Python.
+_COS_TAYLOR = tuple((-1) ** k / math.factorial(2 * k) for k in range(10))
+_SIN_TAYLOR = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(10))
+
+
+def _log(x: np.ndarray) -> np.ndarray:
+    """Natural log of float64 x > 0 to about 1e-16 relative: log m + e ln2, log m by atanh series."""
+    m, e = np.frexp(x)  # x = m * 2**e, m in [0.5, 1)
+    low = m < _SQRT_HALF
+    m = np.where(low, m * 2.0, m)  # m in [sqrt(1/2), sqrt(2)), exact doubling
+    e = (e - low).astype(np.float64)
+    s = (m - 1.0) / (m + 1.0)  # |s| <= 0.1716, so s**2 <= 0.0295
+    s2 = s * s
+    # log m = 2 atanh s = 2 (s + s^3/3 + s^5/5 + ...); terms past s^23 are below 1e-18 relative.
+    acc = np.full_like(s, 1.0 / 23.0)
+    for k in range(21, 0, -2):
+        acc = acc * s2 + 1.0 / k
+    return 2.0 * s * acc + e * _LN2
+
+
+def _cos_two_pi(u: np.ndarray) -> np.ndarray:
+    """cos(2 pi u) for float64 u in [0, 1) that are multiples of 2**-32, to about 1e-16.
+
+    The reduction works on u, where subtracting from 1, 1/2 and 1/4 is exact, so the only rounding
+    before the polynomial is one product by 2 pi on an angle no larger than pi/4.
+    """
+    t = np.where(u > 0.5, 1.0 - u, u)  # cos even and 1-periodic in u: t in [0, 1/2]
+    flip = t > 0.25
+    t = np.where(flip, 0.5 - t, t)  # cos(2 pi (1/2 - t)) = -cos(2 pi t): t in [0, 1/4]
+    use_sin = t > 0.125
+    t = np.where(use_sin, 0.25 - t, t)  # cos(2 pi t) = sin(2 pi (1/4 - t)): t in [0, 1/8]
+    x = t * _TWO_PI  # angle in [0, pi/4]
+    x2 = x * x
+    cos_acc = np.full_like(x, _COS_TAYLOR[-1])
+    sin_acc = np.full_like(x, _SIN_TAYLOR[-1])
+    for c, s in zip(_COS_TAYLOR[-2::-1], _SIN_TAYLOR[-2::-1], strict=True):
+        cos_acc = cos_acc * x2 + c
+        sin_acc = sin_acc * x2 + s
+    value = np.where(use_sin, sin_acc * x, cos_acc)
+    return np.where(flip, -value, value)
+
+
+def normal(stream: Stream, start: int, count: int) -> np.ndarray:
+    """float32 standard normals, shape (count,), by Box-Muller on words 2(start+i), 2(start+i)+1.
+
+    u1 = (word0 + 1) * 2**-32 in (0, 1], u2 = word1 * 2**-32 in [0, 1);
+    z = sqrt(-2 log u1) * cos(2 pi u2), computed in float64 and rounded once to float32.
+    """
+    first, end = _check_range(start, count, 2)
+    w = _words(stream, first, end).reshape(-1, 2)  # (count, 2)
+    u1 = (w[:, 0].astype(np.float64) + 1.0) * 2.0**-32
+    u2 = w[:, 1].astype(np.float64) * 2.0**-32
+    z = np.sqrt(-2.0 * _log(u1)) * _cos_two_pi(u2)
+    return z.astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dropout keep-masks. Element e reads the 16-bit half e % 2 (low half first) of word e // 2 and is
+# kept iff that half is at least round(p * 65536); the drop rate is therefore that threshold / 65536.
+
+
+def _drop_threshold(p: float) -> int:
+    if not (isinstance(p, (float, int)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
+        raise ValueError(f"dropout p is {p!r}; it must be a number from 0 to 1")
+    return round(p * 65536)
+
+
+def keep_mask(stream: Stream, start: int, count: int, p: float) -> np.ndarray:
+    """bool keep-mask, shape (count,): element e kept iff half e%2 of word e//2 >= round(p*65536)."""
+    threshold = _drop_threshold(p)
+    first, end = _check_range(start, count, 1, 2)
+    if threshold == 0:  # p == 0 keeps everything; no need to compute the words
+        return np.ones(count, dtype=bool)
+    halves = np.asarray(_words(stream, first, end), dtype="<u4").view("<u2")  # (2*(end-first),)
+    offset = start - 2 * first
+    return halves[offset : offset + count] >= threshold
+
+
+def keep_mask_tensor(
+    stream: Stream, start: int, count: int, p: float, device: torch.device
+) -> torch.Tensor:
+    """The bits of `keep_mask` as a torch.bool tensor of shape (count,) on `device`.
+
+    On the CPU it uses `keystream`; on any other device the words are computed there by
+    `keystream_torch`, so a GPU never waits on the host for a mask.
+    """
+    device = torch.device(device)
+    if device.type == "cpu":
+        return torch.from_numpy(keep_mask(stream, start, count, p))
+    return _keep_mask_on_device(stream, start, count, p, device)
+
+
+def _keep_mask_on_device(
+    stream: Stream, start: int, count: int, p: float, device: torch.device
+) -> torch.Tensor:
+    """`keep_mask` computed with `keystream_torch` on `device` (any device, the CPU included)."""
+    threshold = _drop_threshold(p)
+    first, end = _check_range(start, count, 1, 2)
+    if threshold == 0 or count == 0:
+        return torch.ones(count, dtype=torch.bool, device=device)
+    block0 = first // _WORDS_PER_BLOCK
+    blocks = (end - 1) // _WORDS_PER_BLOCK - block0 + 1
+    w = keystream_torch(stream.key, stream.nonce, block0, blocks, device)  # (blocks*16,) int64
+    halves = torch.stack([w & 0xFFFF, w >> 16], dim=-1).reshape(-1)  # (blocks*32,) low half first
+    offset = int(start) - 2 * block0 * _WORDS_PER_BLOCK
+    return halves[offset : offset + count] >= threshold
+
+
+# ---------------------------------------------------------------------------------------------
+# Integers.
+
+# Each bounded integer owns 8 words: four 64-bit candidates (low word first). It takes the first
+# candidate that Lemire's multiply-shift method accepts, so element i depends on its own words alone.
+_CANDIDATES = 4
+BOUNDED_MAX = 2**32
+
+
+def _u64(w: np.ndarray) -> np.ndarray:
+    """Pairs of uint32 words (low first), shape (..., 2), as uint64 of shape (...)."""
+    return w[..., 0].astype(np.uint64) | (w[..., 1].astype(np.uint64) << np.uint64(32))
+
+
+def bounded_integers(stream: Stream, start: int, count: int, n: int) -> np.ndarray:
+    """int64 uniform in [0, n), shape (count,), for 1 <= n <= 2**32.
+
+    Element i reads words 8(start+i) .. 8(start+i)+7 as four 64-bit candidates x_j and returns
+    floor(x_j * n / 2**64) for the first j whose low product word x_j * n mod 2**64 is at least
+    2**64 mod n (Lemire's rejection, which makes each accepted value exactly uniform). A candidate is
+    rejected with probability below n / 2**64 <= 2**-32, so all four are rejected with probability
+    below 2**-128; then the last candidate's value is used, a bias no run will ever meet.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= BOUNDED_MAX:
+        raise ValueError(f"n is {n!r}; it must be a whole number from 1 to 2**32")
+    first, end = _check_range(start, count, 2 * _CANDIDATES)
+    x = _u64(_words(stream, first, end).reshape(count, _CANDIDATES, 2))  # (count, 4)
+    n64 = np.uint64(n)
+    # 64x64 -> 128-bit product in uint64 halves; n <= 2**32 keeps each partial product below 2**64.
+    lo_prod = (x & np.uint64(_MASK32)) * n64
+    hi_prod = (x >> np.uint64(32)) * n64
+    low = lo_prod + (hi_prod << np.uint64(32))  # wraps mod 2**64
+    carry = (low < lo_prod).astype(np.uint64)
+    high = (hi_prod >> np.uint64(32)) + carry  # floor(x * n / 2**64), in [0, n)
+    accepted = low >= np.uint64(2**64 % n)  # (count, 4)
+    choice = np.where(accepted.any(axis=1), accepted.argmax(axis=1), _CANDIDATES - 1)
+    return high[np.arange(count), choice].astype(np.int64)
+
+
+def permutation(stream: Stream, n: int) -> np.ndarray:
+    """int64 permutation of range(n), shape (n,): the stable argsort of 64-bit keys.
+
+    Key i is words 2i, 2i+1 (low first). Ties, of probability below n**2 / 2**65, keep index order,
+    so the result is deterministic.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n is {n!r}; it must be a whole number, not negative")
+    first, end = _check_range(0, int(n), 2)
+    keys = _u64(_words(stream, first, end).reshape(int(n), 2))  # (n,)
+    return np.argsort(keys, kind="stable").astype(np.int64)
