@@ -1,0 +1,166 @@
+"""Training windows: where they lie in a corpus, the order a run reads them in, and their batches.
+
+A window of --context C holds up to C tokens of one document: the model reads the first C-1 and
+is scored on the next token at each of them. Inside a document of L tokens (BOS c1..cn EOS, so
+L-1 targets) windows start at 0, C-1, 2(C-1), ... and never cross into the next document, so every
+target (each character and the EOS) is scored exactly once and BOS only ever is input. The last
+window of a document may hold fewer targets; a batch pads it on the right with EOS as input and
+IGNORED as target, which causal attention cannot see from the real positions before it.
+
+Step n reads positions n*B .. n*B+B-1 of an endless stream of passes over the W windows; position
+q is window order_p[q mod W] of pass p = q div W, where order_p is the identity, or with shuffling a
+permutation drawn from (seed, p) alone. So every step has exactly B windows, and any step can be
+computed without the ones before it: a resumed run needs only its step count.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from zrodlo import chacha
+from zrodlo.loss import IGNORED
+from zrodlo.refusal import Refusal
+from zrodlo.tokenizer import EOS  # also the input at padded positions
+
+
+def check_context(context: int) -> None:
+    """Refuse a context too short to hold one token read and one predicted."""
+    if context < 2:
+        raise Refusal(
+            f"--context {context} leaves no token to read before the one predicted; "
+            "it needs two or more"
+        )
+
+
+@dataclass
+class WindowTable:
+    """Every window of a corpus at one context, in corpus order.
+
+    starts (W,) int64: flat token position of the window's first input token.
+    targets (W,) int64: how many targets the window scores, 1 .. context-1.
+    """
+
+    starts: np.ndarray
+    targets: np.ndarray
+    context: int
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+
+def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
+    """The windows of the documents tokens[offsets[d]:offsets[d+1]] at --context `context`.
+
+    offsets (D+1,) are the documents' boundaries. A corpus whose total token count
+    offsets[-1] - offsets[0] is below `context` (an empty one included) is refused: it cannot
+    fill even one window. A document of fewer than two tokens has no target and no window.
+    """
+    check_context(context)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.ndim != 1:
+        raise ValueError(f"document offsets have shape {offsets.shape}, not (documents+1,)")
+    total = int(offsets[-1] - offsets[0]) if offsets.size else 0
+    if total < context:
+        raise Refusal(
+            f"the corpus holds {total} tokens, fewer than one window of --context {context}"
+        )
+    lengths = np.diff(offsets)  # (D,)
+    if (lengths < 0).any():
+        raise ValueError("document offsets decrease")
+    span = context - 1  # targets per full window
+    doc_targets = np.maximum(lengths - 1, 0)  # (D,)
+    per_doc = -(-doc_targets // span)  # (D,) windows in each document: ceil(targets / span)
+    count = int(per_doc.sum())
+    if count == 0:
+        raise ValueError("no document holds a target: each needs BOS and at least an EOS")
+    doc = np.repeat(np.arange(per_doc.shape[0], dtype=np.int64), per_doc)  # (W,)
+    first = np.cumsum(per_doc) - per_doc  # (D,) index of each document's first window
+    k = np.arange(count, dtype=np.int64) - first[doc]  # (W,) window's place inside its document
+    starts = offsets[doc] + k * span  # (W,)
+    targets = np.minimum(span, doc_targets[doc] - k * span)  # (W,)
+    return WindowTable(starts=starts, targets=targets, context=context)
+
+
+def window_order(count: int, pass_index: int, seed: int, shuffle: bool) -> np.ndarray:
+    """The order (count,) int64 in which pass `pass_index` reads the windows.
+
+    Corpus order without shuffling; otherwise a permutation drawn from (seed, pass) alone, so
+    the same seed gives the same order on every machine and a pass needs no earlier pass.
+    """
+    if not shuffle:
+        return np.arange(count, dtype=np.int64)
+    stream = chacha.Stream(seed, chacha.Purpose.WINDOW_ORDER, a=pass_index)
+    return np.asarray(chacha.permutation(stream, count), dtype=np.int64)
+
+
+class WindowStream:
+    """The window indices each step reads: B consecutive positions of the pass stream."""
+
+    def __init__(self, count: int, batch_size: int, seed: int, shuffle: bool) -> None:
+        if count < 1 or batch_size < 1:
+            raise ValueError(f"{count} windows in batches of {batch_size}")
+        self.count = count
+        self.batch_size = batch_size
+        self.seed = seed
+        self.shuffle = shuffle
+        # The orders of the passes the latest step read: a step reads one pass, two at a pass's
+        # end (more only when a batch holds more windows than the corpus). A permutation is a
+        # pure function of (seed, pass), so keeping it changes nothing but the time taken.
+        self._orders: dict[int, np.ndarray] = {}
+
+    def pass_of(self, step: int) -> int:
+        """The pass step `step` starts in."""
+        return step * self.batch_size // self.count
+
+    def indices(self, step: int) -> np.ndarray:
+        """The (B,) int64 window indices of 0-based step `step`, in the order they are batched."""
+        if step < 0:
+            raise ValueError(f"step {step} is negative")
+        position = step * self.batch_size + np.arange(self.batch_size, dtype=np.int64)  # (B,)
+        passes = position // self.count  # (B,)
+        within = position % self.count  # (B,)
+        if not self.shuffle:
+            return within
+        needed = range(int(passes[0]), int(passes[-1]) + 1)
+        self._orders = {
+            p: self._orders[p]
+            if p in self._orders
+            else window_order(self.count, p, self.seed, True)
+            for p in needed
+        }
+        out = np.empty(self.batch_size, dtype=np.int64)  # (B,)
+        for p in needed:  # one or two passes, not one iteration per window
+            mask = passes == p
+            out[mask] = self._orders[p][within[mask]]
+        return out
+
+
+def collate(
+    tokens: np.ndarray,
+    table: WindowTable,
+    indices: np.ndarray,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch of windows `indices`: inputs and targets, each (B, C-1) int64.
+
+    inputs[i, j] = tokens[start + j] and targets[i, j] = tokens[start + j + 1] for j below the
+    window's target count; beyond it inputs are EOS and targets IGNORED. The width is always C-1,
+    so every batch has the same shape whatever its windows.
+    """
+    indices = np.asarray(indices, dtype=np.int64)
+    context = table.context
+    starts = table.starts[indices]  # (B,)
+    counts = table.targets[indices]  # (B,)
+    offset = np.arange(context, dtype=np.int64)  # (C,)
+    # Clamp each position to the window's last target so the gather never reads past its
+    # document (nor past the corpus); the clamped positions are overwritten below.
+    positions = starts[:, None] + np.minimum(offset[None, :], counts[:, None])  # (B, C)
+    window = np.asarray(tokens[positions], dtype=np.int64)  # (B, C)
+    valid = offset[None, : context - 1] < counts[:, None]  # (B, C-1)
+    inputs = np.where(valid, window[:, :-1], EOS)  # (B, C-1)
+    targets = np.where(valid, window[:, 1:], IGNORED)  # (B, C-1)
+    inputs_t, targets_t = torch.from_numpy(inputs), torch.from_numpy(targets)
+    if device is not None:
+        inputs_t, targets_t = inputs_t.to(device), targets_t.to(device)
+    return inputs_t, targets_t
