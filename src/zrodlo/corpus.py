@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,7 @@ TOKENS_FILE = "tokens.arrow"
 MANIFEST_FILE = "corpus.json"
 SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.list_(pa.int32()))])
 _DIGEST_PREFIX = b"zrodlo-corpus-v1"
-_BATCH_CHARACTERS = 1 << 23
+_BATCH_CHARACTERS = 1 << 22
 
 
 class ContentDigest:
@@ -61,10 +62,20 @@ def prepare_corpus(
     output: Path,
     batch_characters: int = _BATCH_CHARACTERS,
 ) -> dict:
-    """Encode a documents file into the directory `output`; return the manifest written there."""
+    """Encode a documents file into the directory `output`; return the manifest written there.
+
+    Digests run on a second thread (hashlib releases the GIL), overlapping the encoding; at most one
+    batch waits to be hashed, so memory stays bounded by two batches whatever the input size.
+    """
     content = ContentDigest()
     count = characters = unknown = 0
-    with pa.OSFile(str(output / TOKENS_FILE), "wb") as sink, ipc.new_file(sink, SCHEMA) as writer:
+    with (
+        ThreadPoolExecutor(max_workers=2) as hashing,
+        pa.OSFile(str(output / TOKENS_FILE), "wb") as sink,
+        ipc.new_file(sink, SCHEMA) as writer,
+    ):
+        source_digest = hashing.submit(file_sha256, documents)
+        pending = None
         for batch in batched(read_documents(documents), batch_characters):
             ids = [document.id for document in batch]
             tokens, sizes = tokenizer.encode_documents([document.text for document in batch])
@@ -72,10 +83,14 @@ def prepare_corpus(
             np.cumsum(sizes, out=offsets[1:])
             lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(tokens, pa.int32()))
             writer.write_batch(pa.record_batch([pa.array(ids, pa.string()), lists], SCHEMA))
-            content.update(ids, tokens, offsets)
+            if pending is not None:
+                pending.result()
+            pending = hashing.submit(content.update, ids, tokens, offsets)
             count += len(ids)
             characters += len(tokens) - 2 * len(ids)
             unknown += int(np.count_nonzero(tokens == UNK))
+        if pending is not None:
+            pending.result()
     if count == 0:
         raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
     manifest = {
@@ -88,7 +103,7 @@ def prepare_corpus(
         "targets": characters + count,
         "unknown_tokens": unknown,
         "unknown_rate": unknown / characters,
-        "source": {"path": str(documents), "sha256": file_sha256(documents)},
+        "source": {"path": str(documents), "sha256": source_digest.result()},
         "tokens_sha256": file_sha256(output / TOKENS_FILE),
     }
     write_json(output / MANIFEST_FILE, manifest)

@@ -1,0 +1,122 @@
+"""Throughput and peak memory of `zrodlo corpus prepare` on a generated documents file.
+
+Writes a JSONL of at least --megabytes MB (documents of 1 to 64 KB of text over a 100-character
+alphabet with some non-ASCII), fits a tokenizer on a slice of it, runs the real `zrodlo corpus
+prepare` in a subprocess and records characters per second and the child's peak resident memory
+against the input size. Figures go to reports/bench/prepare.json.
+
+    .venv/bin/python benchmarks/prepare.py [--megabytes 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+ZRODLO = Path(sys.executable).parent / "zrodlo"
+ALPHABET = np.array(
+    list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?()-'\n")
+    + list("éàüßλπ—…"),
+)
+
+
+def generate(path: Path, megabytes: int) -> tuple[int, int]:
+    """Write documents until the file holds `megabytes` MB; return (documents, characters)."""
+    rng = np.random.default_rng(0)  # benchmark data only; never part of a training run
+    target = megabytes * 1_000_000
+    written = documents = characters = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        while written < target:
+            lengths = rng.integers(1_000, 64_000, size=256)
+            text = "".join(ALPHABET[rng.integers(0, len(ALPHABET), size=int(lengths.sum()))])
+            lines = []
+            start = 0
+            for length in lengths:
+                doc_text = text[start : start + int(length)]
+                start += int(length)
+                lines.append(
+                    json.dumps({"id": f"doc-{documents}", "text": doc_text}, ensure_ascii=False)
+                )
+                documents += 1
+                characters += int(length)
+            chunk = "\n".join(lines) + "\n"
+            handle.write(chunk)
+            written += len(chunk.encode("utf-8"))
+    return documents, characters
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--megabytes", type=int, default=512)
+    parser.add_argument("--output", type=Path, default=ROOT / "reports/bench/prepare.json")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="zrodlo-bench-prepare-"))
+    try:
+        source = work / "documents.jsonl"
+        documents, characters = generate(source, args.megabytes)
+        sample = work / "sample.jsonl"
+        with open(source, "rb") as full, open(sample, "wb") as head:
+            for _, line in zip(range(64), full, strict=False):
+                head.write(line)
+        subprocess.run(
+            [ZRODLO, "tokenizer", "fit", "--documents", sample, "--output", work / "tok"],
+            check=True,
+            capture_output=True,
+        )
+        started = time.perf_counter()
+        child = subprocess.Popen(
+            [
+                ZRODLO,
+                "corpus",
+                "prepare",
+                "--documents",
+                source,
+                "--tokenizer",
+                work / "tok",
+                "--output",
+                work / "corpus",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - started
+        if status != 0:
+            raise SystemExit(f"zrodlo corpus prepare failed with status {status}")
+        peak_bytes = usage.ru_maxrss * 1024  # this child's own peak, in kilobytes on Linux
+        input_bytes = source.stat().st_size
+        result = {
+            "benchmark": "corpus prepare",
+            "command": "zrodlo corpus prepare (subprocess, includes interpreter start-up)",
+            "input_bytes": input_bytes,
+            "documents": documents,
+            "characters": characters,
+            "seconds": round(seconds, 3),
+            "characters_per_second": round(characters / seconds),
+            "peak_rss_bytes": peak_bytes,
+            "peak_rss_over_input": round(peak_bytes / input_bytes, 4),
+            "machine": {
+                "python": platform.python_version(),
+                "processor": platform.machine(),
+                "cpus": os.cpu_count(),
+            },
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
