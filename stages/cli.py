@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from stages import documents, prepare, split, splits, tokenizer
+from stages import diff, documents, init, prepare, resume, split, splits, tokenizer, train
 from zrodlo.refusal import Refusal
 
 app = typer.Typer(
@@ -22,7 +22,11 @@ tokenizer_group = typer.Typer(help="The character tokenizer.", no_args_is_help=T
 corpus_group = typer.Typer(help="Token corpora prepared from documents.", no_args_is_help=True)
 app.add_typer(documents_group, name="documents")
 app.add_typer(tokenizer_group, name="tokenizer")
+model_group = typer.Typer(help="Models: initialise and train.", no_args_is_help=True)
+checkpoint_group = typer.Typer(help="Checkpoints: resume and compare runs.", no_args_is_help=True)
 app.add_typer(corpus_group, name="corpus")
+app.add_typer(model_group, name="model")
+app.add_typer(checkpoint_group, name="checkpoint")
 
 documents_group.command("pydoc")(documents.pydoc)
 documents_group.command("import")(documents.import_documents)
@@ -30,6 +34,10 @@ documents_group.command("splits")(splits.splits)
 documents_group.command("split")(split.split)
 tokenizer_group.command("fit")(tokenizer.fit)
 corpus_group.command("prepare")(prepare.prepare)
+model_group.command("init")(init.init)
+model_group.command("train")(train.train_command)
+checkpoint_group.command("resume")(resume.resume)
+checkpoint_group.command("diff")(diff.diff)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import typer
 
 from zrodlo.documents import read_documents
 from zrodlo.output import new_directory
+from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import CharTokenizer
 
 
@@ -24,6 +25,11 @@ def fit(
     Ids: UNK 0, BOS 1, EOS 2, then every character of the documents by code point from 3.
     """
     with new_directory(output) as partial:
-        tokenizer = CharTokenizer.fit(document.text for document in read_documents(documents))
+        texts = [document.text for document in read_documents(documents)]
+        if not texts:
+            raise Refusal(
+                f"{documents} holds no documents; a tokenizer is fitted on one document or more"
+            )
+        tokenizer = CharTokenizer.fit(texts)
         tokenizer.save(partial)
     typer.echo(f"wrote {output}: vocab_size {tokenizer.vocab_size}, digest {tokenizer.digest}")

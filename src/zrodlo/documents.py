@@ -37,6 +37,15 @@ def open_input(path: Path):
         raise Refusal(f"{path} cannot be read: {error.strerror}") from None
 
 
+def is_unicode(text: str) -> bool:
+    """Whether a string holds no lone surrogate, so that UTF-8 can encode it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_line(path: Path, number: int, raw: bytes) -> Document:
     """Validate one line of a documents file."""
     if not raw.strip():
@@ -64,6 +73,11 @@ def parse_line(path: Path, number: int, raw: bytes) -> Document:
         raise Refusal(
             f"{path} line {number} has an empty id; "
             "each document needs an id that is a non-empty string"
+        )
+    if not is_unicode(doc_id):
+        raise Refusal(
+            f"{path} line {number} has an id with a lone surrogate ({json.dumps(doc_id)}); "
+            "an id must be Unicode text that UTF-8 can hold"
         )
     name = f"{path} line {number} (id {json.dumps(doc_id, ensure_ascii=False)})"
     if "text" not in value:

@@ -27,17 +27,18 @@ def check_new_directory(path: Path) -> None:
                 f"{path} already exists; Zrodlo writes a new directory and overwrites nothing"
             )
         raise Refusal(f"{path} exists and is not a directory; Zrodlo writes a new directory")
-    _check_parent(path)
+    check_parent(path)
 
 
 def check_new_file(path: Path) -> None:
     """Refuse an output file that exists or whose parent does not."""
     if path.exists() or path.is_symlink():
         raise Refusal(f"{path} already exists; Zrodlo writes a new file and overwrites nothing")
-    _check_parent(path)
+    check_parent(path)
 
 
-def _check_parent(path: Path) -> None:
+def check_parent(path: Path) -> None:
+    """Refuse an output whose parent directory does not exist."""
     parent = path.absolute().parent
     if not parent.is_dir():
         raise Refusal(

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from zrodlo.documents import document_line
+from zrodlo.documents import document_line, is_unicode
 from zrodlo.refusal import Refusal
 
 TABLE_SUFFIXES = {".parquet": "Parquet", ".csv": "CSV"}
@@ -35,13 +35,17 @@ def folder_documents(folder: Path) -> Iterator[tuple[str, str]]:
     Hidden files and folders (names starting with a dot) are skipped.
     """
     files = sorted(
-        path
+        (path.relative_to(folder).as_posix(), path)
         for path in folder.rglob("*")
         if path.is_file()
         and not any(part.startswith(".") for part in path.relative_to(folder).parts)
     )
-    for path in files:
-        doc_id = path.relative_to(folder).as_posix()
+    for doc_id, path in files:
+        if not is_unicode(doc_id):
+            raise Refusal(
+                f"{folder} holds a file whose name is not UTF-8 ({doc_id.encode('utf-8', 'replace').decode()}); "
+                "a file's relative path becomes its id, so rename it"
+            )
         try:
             yield doc_id, path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as error:

@@ -1,0 +1,229 @@
+"""Model directories and training checkpoints on disk, written whole and read back checked.
+
+A model directory holds config.json, tokenizer.json and model.safetensors. A checkpoint `step-<n>/`
+adds optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json (the
+step, the run's hyperparameters, seed, generator, corpus and tokenizer digests, environment and the
+sha256 of every other file). trainer.json also carries the sha256 of its own canonical content, so
+an edited value is caught like an edited weight. No pickle anywhere: loading a stranger's checkpoint
+never runs code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+
+from zrodlo.digest import file_sha256, json_sha256, write_json
+from zrodlo.model import ModelConfig, check_weights
+from zrodlo.refusal import Refusal
+from zrodlo.tokenizer import FILE_NAME as TOKENIZER_FILE
+from zrodlo.tokenizer import CharTokenizer
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+OPTIMIZER_FILE = "optimizer.safetensors"
+TRAINER_FILE = "trainer.json"
+MODEL_FILES = (CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE)
+CHECKPOINT_FILES = (*MODEL_FILES, OPTIMIZER_FILE, TRAINER_FILE)
+TRAINER_FORMAT = 1
+_STEP_NAME = re.compile(r"step-(.*)")
+
+
+def checkpoint_name(step: int) -> str:
+    """The directory name of the checkpoint after `step` updates: step-<n>, n in plain decimal."""
+    return f"step-{step}"
+
+
+def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> str:
+    """Write tensors as safetensors; return the file's sha256, taken from the bytes written."""
+    data = save_safetensors({name: t.detach().contiguous().cpu() for name, t in tensors.items()})
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        return load_safetensors(path.read_bytes())
+    except (SafetensorError, OSError, ValueError) as error:
+        raise Refusal(f"{path} does not load as safetensors: {error}") from None
+
+
+def write_model(
+    directory: Path, config: ModelConfig, tokenizer: CharTokenizer, weights: dict[str, torch.Tensor]
+) -> dict[str, str]:
+    """Write the three files of a model directory; return their sha256 by file name."""
+    write_json(directory / CONFIG_FILE, config.to_json())
+    tokenizer.save(directory)
+    digests = {name: file_sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
+    digests[WEIGHTS_FILE] = write_tensors(directory / WEIGHTS_FILE, weights)
+    return digests
+
+
+def read_config(path: Path) -> ModelConfig:
+    file = path / CONFIG_FILE
+    if not file.is_file():
+        raise Refusal(
+            f"{path} holds no {CONFIG_FILE}; a model directory is written by zrodlo model init "
+            "or by zrodlo model train"
+        )
+    try:
+        data = json.loads(file.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{file} does not load as a model configuration: {error}") from None
+    return ModelConfig.from_json(data, str(file))
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model directory read back: its configuration, tokenizer and float32 weights by name."""
+
+    path: Path
+    config: ModelConfig
+    tokenizer: CharTokenizer
+    weights: dict[str, torch.Tensor]
+
+
+def read_model(path: Path) -> Model:
+    """Read a model directory or checkpoint (a checkpoint's files are checked against trainer.json)."""
+    if not path.is_dir():
+        raise Refusal(
+            f"{path} is not a directory; a model directory holds {', '.join(MODEL_FILES)}"
+        )
+    if (path / TRAINER_FILE).exists():
+        read_record(path)
+    config = read_config(path)
+    tokenizer = CharTokenizer.load(path)
+    weights_file = path / WEIGHTS_FILE
+    if not weights_file.is_file():
+        raise Refusal(f"{path} holds no {WEIGHTS_FILE}; a model directory holds its weights there")
+    weights = read_tensors(weights_file)
+    check_weights(config, weights, str(weights_file))
+    return Model(path, config, tokenizer, weights)
+
+
+def write_checkpoint(
+    directory: Path,
+    model: Model,
+    optimizer_state: dict[str, torch.Tensor],
+    record: dict,
+) -> dict:
+    """Write a checkpoint's five files into `directory`; return the trainer.json record written."""
+    files = write_model(directory, model.config, model.tokenizer, model.weights)
+    files[OPTIMIZER_FILE] = write_tensors(directory / OPTIMIZER_FILE, optimizer_state)
+    body = {"format_version": TRAINER_FORMAT, **record, "files": files}
+    full = {**body, "record_sha256": json_sha256(body)}
+    write_json(directory / TRAINER_FILE, full)
+    return full
+
+
+def read_record(path: Path) -> dict:
+    """The trainer.json of a checkpoint, with its own digest and every file's sha256 verified."""
+    file = path / TRAINER_FILE
+    if not file.is_file():
+        raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
+    try:
+        record = json.loads(file.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{file} does not load as a checkpoint record: {error}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+        raise Refusal(f"{file} does not load as a checkpoint record: it lists no files")
+    body = {key: value for key, value in record.items() if key != "record_sha256"}
+    if record.get("record_sha256") != json_sha256(body):
+        raise Refusal(
+            f"{file} does not match the digest it was written with; it was edited after the "
+            "checkpoint was written, so the checkpoint cannot be trusted"
+        )
+    if record.get("format_version") != TRAINER_FORMAT:
+        raise Refusal(
+            f"{file} has format version {record.get('format_version')!r}, and this build reads "
+            f"version {TRAINER_FORMAT}"
+        )
+    for name, recorded in record["files"].items():
+        member = path / name
+        if not member.is_file():
+            raise Refusal(f"{member} is missing; {file} lists it as part of the checkpoint")
+        actual = file_sha256(member)
+        if actual != recorded:
+            raise Refusal(
+                f"{member} has sha256 {actual}, and {file} records {recorded}; the file was "
+                "truncated or altered after the checkpoint was written"
+            )
+    return record
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint read back whole: the model, the AdamW state tensors and the trainer record."""
+
+    model: Model
+    optimizer_state: dict[str, torch.Tensor]
+    record: dict
+
+    @property
+    def step(self) -> int:
+        return int(self.record["step"])
+
+
+def read_checkpoint(path: Path) -> Checkpoint:
+    if not path.is_dir():
+        raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
+    record = read_record(path)
+    missing = [
+        name for name in CHECKPOINT_FILES if name != TRAINER_FILE and name not in record["files"]
+    ]
+    if missing:
+        raise Refusal(
+            f"{path / TRAINER_FILE} does not list {missing[0]}; the checkpoint is incomplete"
+        )
+    model = read_model(path)
+    return Checkpoint(model, read_tensors(path / OPTIMIZER_FILE), record)
+
+
+def check_removable(path: Path) -> None:
+    """Refuse to delete a directory under a run unless it is a checkpoint Zrodlo wrote whole."""
+    match = _STEP_NAME.fullmatch(path.name)
+    if match is None:
+        return
+    name = match.group(1)
+    if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name.startswith("0")):
+        raise Refusal(f"{path} is named like a checkpoint, but {name} is no step count")
+    record = read_record(path)
+    if record.get("step") != int(name):
+        raise Refusal(
+            f"{path} records {record.get('step')} steps, not the {int(name)} its directory name states"
+        )
+    read_config(path)
+    for entry in sorted(path.iterdir()):
+        if entry.name not in CHECKPOINT_FILES:
+            raise Refusal(
+                f"{path} holds {entry.name}, which Zrodlo does not write into a checkpoint "
+                "directory; move it out, then delete the checkpoint again"
+            )
+
+
+def checkpoints_in(run: Path) -> list[tuple[int, Path]]:
+    """The step-<n> directories directly under a run directory, oldest first.
+
+    A directory named like a checkpoint whose name holds no step count is refused here, since its
+    place in the order is unknown; `check_removable` checks the rest before anything is deleted.
+    """
+    found = []
+    if run.is_dir():
+        for entry in run.iterdir():
+            match = _STEP_NAME.fullmatch(entry.name)
+            if match and entry.is_dir():
+                name = match.group(1)
+                if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name[0] == "0"):
+                    raise Refusal(
+                        f"{entry} is named like a checkpoint, but {name} is no step count"
+                    )
+                found.append((int(name), entry))
+    return sorted(found)

@@ -1,0 +1,66 @@
+"""The device a run computes on: the --device and --ordinal rules, and whether this machine has it.
+
+`metal` is PyTorch's MPS backend. bf16 needs a GPU: the CPU backend is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zrodlo.refusal import Refusal
+
+DEVICES = ("cpu", "metal", "cuda")
+
+
+def check_device(device: str, ordinal: int | None, precision: str) -> None:
+    """Refuse an unknown device, a missing or misplaced --ordinal, and bf16 on the CPU."""
+    if device not in DEVICES:
+        raise Refusal(
+            f"invalid value '{device}' for '--device <DEVICE>' [possible values: cpu, metal, cuda]"
+        )
+    if device != "cpu" and ordinal is None:
+        raise Refusal(f"--device {device} needs --ordinal, the card to train on")
+    if device == "cpu" and ordinal is not None:
+        raise Refusal("--ordinal names a GPU; the cpu device takes none")
+    if ordinal is not None and ordinal < 0:
+        raise Refusal(f"--ordinal is {ordinal}; it counts GPUs from 0")
+    if device == "cpu" and precision == "bf16":
+        raise Refusal(
+            "--precision bf16 needs a GPU: the CPU backend has no bfloat16 matrix product; run "
+            "with --device metal or --device cuda and --ordinal, or with --precision f32"
+        )
+
+
+def resolve_device(device: str, ordinal: int | None, precision: str) -> torch.device:
+    """The torch device for checked flags, or a refusal naming what this machine lacks."""
+    check_device(device, ordinal, precision)
+    if device == "cpu":
+        return torch.device("cpu")
+    if device == "cuda":
+        if not torch.backends.cuda.is_built():
+            raise Refusal(
+                f"--device cuda needs PyTorch built with CUDA, and this PyTorch "
+                f"{torch.__version__} is not; install a CUDA build or run with --device cpu"
+            )
+        count = torch.cuda.device_count()
+        if ordinal >= count:
+            raise Refusal(
+                f"--ordinal {ordinal} names a CUDA device this machine does not have; "
+                f"PyTorch sees {count}"
+            )
+        return torch.device("cuda", ordinal)
+    if not torch.backends.mps.is_built() or not torch.backends.mps.is_available():
+        raise Refusal(
+            "--device metal needs an Apple GPU and PyTorch built with MPS, and this machine "
+            "has none; run with --device cpu"
+        )
+    if ordinal != 0:
+        raise Refusal(f"--ordinal {ordinal} names a Metal device; PyTorch reaches only 0")
+    return torch.device("mps")
+
+
+def describe(device: torch.device) -> str:
+    """The device as trainer.json records it, with the GPU's name where there is one."""
+    if device.type == "cuda":
+        return f"cuda:{device.index} ({torch.cuda.get_device_name(device)})"
+    return "metal" if device.type == "mps" else "cpu"

@@ -1,0 +1,73 @@
+"""Scoring a model on a corpus: the target-weighted loss over every window, in corpus order.
+
+Every target of the corpus is scored exactly once (windows per `zrodlo.windows`), padding never, so
+the loss is the mean negative log-likelihood per target and perplexity is its exponential.
+Scoring switches dropout off and records no gradient, and leaves the model in the mode it found it.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from zrodlo.loss import summed_nll, valid_targets
+from zrodlo.model import GPT
+from zrodlo.windows import WindowTable, collate
+
+
+@dataclass(frozen=True)
+class Score:
+    """A corpus's summed NLL (nats) over its targets and windows."""
+
+    summed: float
+    targets: int
+    windows: int
+
+    @property
+    def loss(self) -> float:
+        return self.summed / self.targets
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.loss)
+
+    @property
+    def bits_per_character(self) -> float:
+        return self.loss / math.log(2)
+
+
+def autocast(device: torch.device, precision: str):
+    """bf16 mixed precision on a GPU, or nothing: norms, softmax and the loss stay f32 either way."""
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+def score(
+    model: GPT,
+    tokens: np.ndarray,
+    table: WindowTable,
+    batch_size: int,
+    device: torch.device,
+    precision: str = "f32",
+) -> Score:
+    """Score every window of `table` in order, `batch_size` windows a forward pass."""
+    was_training = model.training
+    model.eval()
+    summed, targets = 0.0, 0
+    try:
+        with torch.no_grad():
+            for first in range(0, len(table), batch_size):
+                indices = np.arange(first, min(first + batch_size, len(table)))
+                inputs, expected = collate(tokens, table, indices, device)  # (b, C-1) each
+                with autocast(device, precision):
+                    logits = model(inputs)  # (b, C-1, vocab) float32
+                summed += float(summed_nll(logits, expected).item())
+                targets += valid_targets(expected)
+    finally:
+        model.train(was_training)
+    return Score(summed, targets, len(table))

@@ -1,0 +1,210 @@
+"""A training run from checked inputs to its last checkpoint: the loop of updates, held-out
+scores, atomic checkpoints, retention of the newest ones, and the run's per-step records.
+
+`check_outputs` refuses, before anything is written, every planned checkpoint that exists and every
+old checkpoint that retention would delete but cannot vouch for. Model train and checkpoint resume
+both run through here, so they write the same files in the same way.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zrodlo.chacha import GENERATOR
+from zrodlo.checkpoint import (
+    Model,
+    check_removable,
+    checkpoint_name,
+    checkpoints_in,
+    write_checkpoint,
+)
+from zrodlo.corpus import Corpus
+from zrodlo.device import describe
+from zrodlo.evaluate import score
+from zrodlo.output import check_parent, new_directory
+from zrodlo.plan import RunPlan
+from zrodlo.refusal import Refusal
+from zrodlo.runlog import LEDGER_FILE, RunLog, StepRecord, read_ledger
+from zrodlo.trainer import Trainer
+from zrodlo.windows import WindowTable, build_windows
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A held-out corpus prepared for scoring: its tokens and windows at the run's context."""
+
+    tokens: np.ndarray
+    table: WindowTable
+
+
+def check_data(corpus: Corpus, model: Model, context: int) -> WindowTable:
+    """The windows of a corpus a model can train or be scored on, or the refusal that says why not."""
+    table = build_windows(corpus.offsets, context)
+    if context - 1 > model.config.positions:
+        raise Refusal(
+            f"--context {context} makes the model read {context - 1} tokens, more than the "
+            f"{model.config.positions} positions its configuration states"
+        )
+    if corpus.tokenizer_digest != model.tokenizer.digest:
+        raise Refusal(
+            f"{corpus.path} was encoded with another tokenizer than {model.path}: its corpus.json "
+            f"records tokenizer {corpus.tokenizer_digest}, and {model.path} has digest "
+            f"{model.tokenizer.digest}; prepare the corpus again with {model.path}"
+        )
+    largest = int(corpus.tokens.max()) if len(corpus.tokens) else 0
+    if largest >= model.config.vocab_size:
+        raise Refusal(
+            f"the corpus holds token {largest}, outside the model's vocab_size "
+            f"{model.config.vocab_size}"
+        )
+    return table
+
+
+def check_held_out(eval_corpus: Path | None, eval_every: int | None) -> None:
+    if eval_corpus is not None and eval_every is None:
+        raise Refusal("--eval-corpus needs --eval-every, the steps between held-out scores")
+    if eval_every is not None and eval_corpus is None:
+        raise Refusal("--eval-every needs --eval-corpus, the held-out corpus to score")
+
+
+def open_held_out(eval_corpus: Path | None, model: Model, context: int) -> HeldOut | None:
+    if eval_corpus is None:
+        return None
+    corpus = Corpus.open(eval_corpus)
+    return HeldOut(corpus.tokens, check_data(corpus, model, context))
+
+
+def environment(device: torch.device) -> dict:
+    """What bit-equality of a continued run depends on besides the plan and the data."""
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "device": describe(device),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+
+
+def match_environment(checkpoint: Path, recorded: dict) -> list[str]:
+    """Take on the checkpoint's thread count; return warnings for what else breaks bit-equality.
+
+    Matrix products split their sums by thread, so the thread count is set back to the recorded
+    one; a different torch version or device cannot be set back and is said plainly instead.
+    """
+    threads = recorded.get("threads")
+    if isinstance(threads, int) and threads > 0 and threads != torch.get_num_threads():
+        torch.set_num_threads(threads)
+    warnings = []
+    if recorded.get("torch") != torch.__version__:
+        warnings.append(
+            f"{checkpoint} was written by torch {recorded.get('torch')} and this is torch "
+            f"{torch.__version__}; the run continues, but equality with the uninterrupted run "
+            "is promised only on the same torch version, thread count and device"
+        )
+    return warnings
+
+
+def check_outputs(output: Path, plan: RunPlan, done: int) -> None:
+    """Refuse a run whose writes would overwrite or delete what it should not, before any write."""
+    if output.exists() and not output.is_dir():
+        raise Refusal(
+            f"{output} exists and is not a directory; a run writes its checkpoints into a directory"
+        )
+    if not output.exists():
+        check_parent(output)
+        return
+    for step in plan.checkpoint_steps(done):
+        planned = output / checkpoint_name(step)
+        if planned.exists() or planned.is_symlink():
+            raise Refusal(
+                f"{planned} already exists; Zrodlo writes a new directory and overwrites nothing"
+            )
+    if plan.keep_checkpoints is not None:
+        for _, path in checkpoints_in(output):
+            check_removable(path)
+
+
+def train(
+    trainer: Trainer,
+    plan: RunPlan,
+    done: int,
+    output: Path,
+    model: Model,
+    provenance: dict,
+    held_out: HeldOut | None = None,
+    on_step: Callable[[StepRecord], None] = lambda record: None,
+) -> list[Path]:
+    """Run updates done..plan.steps-1, writing checkpoints into `output`; return those written.
+
+    `provenance` (seed, corpus and tokenizer digests) goes into every trainer.json.
+    """
+    output.mkdir(exist_ok=True)
+    log = RunLog(output, done)
+    written: list[Path] = []
+    planned = set(plan.checkpoint_steps(done))
+    record_base = {
+        "generator": GENERATOR,
+        **provenance,
+        "hyperparameters": plan.hyperparameters(),
+        "environment": environment(trainer.device),
+    }
+    try:
+        for n in range(done, plan.steps):
+            record = trainer.step(n)
+            if held_out is not None and plan.scores_at(record.step):
+                held = score(
+                    trainer.model,
+                    held_out.tokens,
+                    held_out.table,
+                    plan.micro_batch,
+                    trainer.device,
+                    plan.precision,
+                )
+                record = replace(record, eval_loss=held.loss)
+            # The records of a step go down before its checkpoint: the log always reaches at least
+            # as far as the newest checkpoint, and a resume drops what lies beyond it.
+            log.step(record)
+            on_step(record)
+            if record.step in planned:
+                path = output / checkpoint_name(record.step)
+                files = _write_checkpoint(
+                    path, trainer, model, {**record_base, "step": record.step}
+                )
+                log.checkpoint(record.step, files)
+                written.append(path)
+                _keep_newest(output, plan.keep_checkpoints)
+    finally:
+        log.close()
+    return written
+
+
+def _write_checkpoint(path: Path, trainer: Trainer, model: Model, record: dict) -> dict[str, str]:
+    current = Model(path, model.config, model.tokenizer, trainer.weights())
+    with new_directory(path) as partial:
+        written = write_checkpoint(partial, current, trainer.optimizer_state(), record)
+    return written["files"]
+
+
+def _keep_newest(output: Path, keep: int | None) -> None:
+    if keep is None:
+        return
+    checkpoints = checkpoints_in(output)
+    for _, path in checkpoints[: max(len(checkpoints) - keep, 0)]:
+        check_removable(path)
+        shutil.rmtree(path)
+
+
+def note_checkpoint(output: Path, step: int, files: dict[str, str]) -> None:
+    """Make sure a continued run's ledger records the checkpoint it continues from."""
+    ledger = read_ledger(output / LEDGER_FILE)
+    if not any(e.get("step") == step and "checkpoint" in e for e in ledger):
+        log = RunLog(output, step)
+        log.checkpoint(step, files)
+        log.close()

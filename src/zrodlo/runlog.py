@@ -1,0 +1,152 @@
+"""The per-step records of a run directory, and the comparison of two runs step by step.
+
+- steps.csv: step, loss, learning_rate, grad_norm, targets, eval_loss, for people and `dvc plots`;
+- ledger.jsonl: per step the sha256 of its window indices and the loss, rate, norm and held-out loss
+  as exact hex floats; after each checkpoint, the sha256 of its state files;
+- timing.csv: step, seconds, tokens_per_second (the only machine-dependent record).
+
+steps.csv and ledger.jsonl hold only what the run's plan determines, so a resumed run writes the
+same lines as the run that was never interrupted. When a run continues in the directory it was
+killed in, the lines past the checkpoint it continues from are dropped first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+STEPS_FILE = "steps.csv"
+LEDGER_FILE = "ledger.jsonl"
+TIMING_FILE = "timing.csv"
+STEPS_HEADER = "step,loss,learning_rate,grad_norm,targets,eval_loss"
+TIMING_HEADER = "step,seconds,tokens_per_second"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one update did: `step` is the count of updates done after it."""
+
+    step: int
+    loss: float
+    learning_rate: float
+    grad_norm: float
+    targets: int
+    windows: str  # sha256 of the step's window indices (int64 little-endian)
+    seconds: float
+    eval_loss: float | None = None
+
+
+def _hex(value: float | None) -> str | None:
+    return None if value is None else float(value).hex()
+
+
+def _keep_through(path: Path, done: int, step_of) -> None:
+    """Rewrite `path` without the records of steps after `done` (atomically, only if needed)."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = [line for line in lines if step_of(line) is None or step_of(line) <= done]
+    if kept != lines:
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text("".join(kept), encoding="utf-8")
+        os.replace(partial, path)
+
+
+def _csv_step(line: str) -> int | None:
+    head = line.split(",", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _ledger_step(line: str) -> int | None:
+    return json.loads(line)["step"] if line.strip() else None
+
+
+class RunLog:
+    """Appends a run's records to its directory, continuing after step `done`."""
+
+    def __init__(self, run: Path, done: int) -> None:
+        self._files = {}
+        for name, header, step_of in (
+            (STEPS_FILE, STEPS_HEADER, _csv_step),
+            (LEDGER_FILE, None, _ledger_step),
+            (TIMING_FILE, TIMING_HEADER, _csv_step),
+        ):
+            path = run / name
+            if path.exists():
+                _keep_through(path, done, step_of)
+            handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            if header and handle.tell() == 0:
+                handle.write(header + "\n")
+            self._files[name] = handle
+
+    def step(self, record: StepRecord) -> None:
+        eval_loss = "" if record.eval_loss is None else repr(record.eval_loss)
+        self._write(
+            STEPS_FILE,
+            f"{record.step},{record.loss!r},{record.learning_rate!r},{record.grad_norm!r},"
+            f"{record.targets},{eval_loss}",
+        )
+        entry = {
+            "step": record.step,
+            "windows": record.windows,
+            "loss": _hex(record.loss),
+            "learning_rate": _hex(record.learning_rate),
+            "grad_norm": _hex(record.grad_norm),
+            "eval_loss": _hex(record.eval_loss),
+        }
+        self._write(LEDGER_FILE, json.dumps(entry))
+        rate = record.targets / record.seconds if record.seconds > 0 else 0.0
+        self._write(TIMING_FILE, f"{record.step},{record.seconds:.6f},{rate:.1f}")
+
+    def checkpoint(self, step: int, files: dict[str, str]) -> None:
+        """Record the digests of a checkpoint's state files, once it is complete on disk."""
+        self._write(LEDGER_FILE, json.dumps({"step": step, "checkpoint": files}))
+
+    def _write(self, name: str, line: str) -> None:
+        handle = self._files[name]
+        handle.write(line + "\n")
+        handle.flush()
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+
+
+def read_ledger(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+@dataclass(frozen=True)
+class LedgerComparison:
+    """Two runs compared on the steps both recorded."""
+
+    steps_compared: int
+    first_difference: int | None  # the first step whose records differ, or None
+    field: str | None  # what differs there
+
+    def to_json(self) -> dict:
+        return {
+            "steps_compared": self.steps_compared,
+            "first_differing_step": self.first_difference,
+            "field": self.field,
+        }
+
+
+def compare_ledgers(first: list[dict], second: list[dict]) -> LedgerComparison:
+    """Compare two ledgers entry by entry on the steps both hold; checkpoints where both wrote one."""
+    steps_a = {e["step"]: e for e in first if "checkpoint" not in e}
+    steps_b = {e["step"]: e for e in second if "checkpoint" not in e}
+    saved_a = {e["step"]: e["checkpoint"] for e in first if "checkpoint" in e}
+    saved_b = {e["step"]: e["checkpoint"] for e in second if "checkpoint" in e}
+    common = sorted(set(steps_a) & set(steps_b))
+    for step in common:
+        for field in ("windows", "loss", "learning_rate", "grad_norm", "eval_loss"):
+            if steps_a[step].get(field) != steps_b[step].get(field):
+                return LedgerComparison(len(common), step, field)
+        if step in saved_a and step in saved_b:
+            for name in sorted(set(saved_a[step]) | set(saved_b[step])):
+                if saved_a[step].get(name) != saved_b[step].get(name):
+                    return LedgerComparison(len(common), step, name)
+    return LedgerComparison(len(common), None, None)

@@ -1,0 +1,134 @@
+"""One optimizer update at a time: the model, AdamW and the windows of a run, advanced by step index.
+
+The state of a run is its step count: update n reads the windows the stream assigns to n, drops
+with the masks of (seed, n) and runs at the rate the schedule gives n, so a trainer rebuilt from a
+checkpoint at step n continues exactly where the uninterrupted one would be.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+
+import numpy as np
+import torch
+
+from zrodlo.checkpoint import Checkpoint, Model
+from zrodlo.dropout import StepMasks
+from zrodlo.evaluate import autocast
+from zrodlo.loss import micro_batch_loss
+from zrodlo.model import GPT
+from zrodlo.optimizer import (
+    build_adamw,
+    clip_gradients,
+    load_optimizer_state,
+    optimizer_state_tensors,
+    set_learning_rate,
+)
+from zrodlo.plan import RunPlan
+from zrodlo.refusal import Refusal
+from zrodlo.runlog import StepRecord
+from zrodlo.windows import WindowStream, WindowTable, collate
+
+
+def windows_digest(indices: np.ndarray) -> str:
+    """sha256 of a step's window indices as int64 little-endian: the ledger's record of its data."""
+    return hashlib.sha256(np.ascontiguousarray(indices, dtype="<i8").tobytes()).hexdigest()
+
+
+class Trainer:
+    """A model, its AdamW and the windows of its corpus, advanced one update at a time."""
+
+    def __init__(
+        self,
+        plan: RunPlan,
+        model: GPT,
+        optimizer: torch.optim.AdamW,
+        tokens: np.ndarray,
+        table: WindowTable,
+        device: torch.device,
+    ) -> None:
+        self.plan = plan
+        self.model = model.train()
+        self.optimizer = optimizer
+        self.tokens = tokens
+        self.table = table
+        self.device = device
+        self.stream = WindowStream(len(table), plan.batch_size, plan.seed, plan.shuffle)
+        self.schedule = plan.schedule
+
+    @classmethod
+    def start(
+        cls,
+        plan: RunPlan,
+        model: Model,
+        tokens: np.ndarray,
+        table: WindowTable,
+        device: torch.device,
+    ) -> Trainer:
+        """A fresh run from a model's weights: a new AdamW, the schedule from its first update."""
+        network = GPT.from_weights(model.config, model.weights, device, str(model.path))
+        optimizer = build_adamw(network.named_parameters(), plan.adamw, plan.learning_rate)
+        return cls(plan, network, optimizer, tokens, table, device)
+
+    @classmethod
+    def restore(
+        cls,
+        plan: RunPlan,
+        checkpoint: Checkpoint,
+        tokens: np.ndarray,
+        table: WindowTable,
+        device: torch.device,
+    ) -> Trainer:
+        """The run a checkpoint was written by, with its weights and AdamW state restored."""
+        trainer = cls.start(plan, checkpoint.model, tokens, table, device)
+        try:
+            load_optimizer_state(
+                trainer.optimizer,
+                dict(trainer.model.named_parameters()),
+                checkpoint.optimizer_state,
+            )
+        except ValueError as error:
+            raise Refusal(
+                f"{checkpoint.model.path} holds optimizer state that does not fit its model: {error}"
+            ) from None
+        return trainer
+
+    def step(self, n: int) -> StepRecord:
+        """Make update n (0-based), turning step n into step n+1."""
+        started = time.perf_counter()
+        indices = self.stream.indices(n)  # (B,)
+        step_targets = int(self.table.targets[indices].sum())
+        masks = StepMasks(self.plan.seed, n)
+        micro = self.plan.micro_batch
+        summed = 0.0
+        for first in range(0, self.plan.batch_size, micro):
+            inputs, targets = collate(
+                self.tokens, self.table, indices[first : first + micro], self.device
+            )  # (m, C-1) each
+            with autocast(self.device, self.plan.precision):
+                logits = self.model(inputs, masks.rows(first))  # (m, C-1, vocab) float32
+            share, part = micro_batch_loss(logits, targets, step_targets)
+            share.backward()
+            summed += float(part.item())
+        loss = summed / step_targets
+        if not math.isfinite(loss):
+            self.optimizer.zero_grad(set_to_none=True)
+            raise Refusal(
+                f"the step after step {n} produced loss {loss}; lower --learning-rate or check "
+                "the corpus"
+            )
+        norm = clip_gradients(self.model.parameters(), self.plan.clip_norm)
+        rate = self.schedule.rate(n)
+        set_learning_rate(self.optimizer, rate)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        seconds = time.perf_counter() - started
+        return StepRecord(n + 1, loss, rate, norm, step_targets, windows_digest(indices), seconds)
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        return {name: p.detach() for name, p in self.model.named_parameters()}
+
+    def optimizer_state(self) -> dict[str, torch.Tensor]:
+        return optimizer_state_tensors(self.optimizer, dict(self.model.named_parameters()))

@@ -1,0 +1,35 @@
+"""`zrodlo checkpoint diff`: compare two runs step by step and name the first step where they part."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from zrodlo.refusal import Refusal
+from zrodlo.runlog import LEDGER_FILE, compare_ledgers, read_ledger
+
+
+def diff(
+    first: Path = typer.Argument(..., help="A run directory (holding ledger.jsonl)."),
+    second: Path = typer.Argument(..., help="Another run directory to compare with it."),
+    json_output: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Compare the ledgers of two runs on the steps both recorded; exit 1 where they part."""
+    ledgers = []
+    for run in (first, second):
+        if not (run / LEDGER_FILE).is_file():
+            raise Refusal(f"{run} holds no {LEDGER_FILE}; only a run directory can be compared")
+        ledgers.append(read_ledger(run / LEDGER_FILE))
+    comparison = compare_ledgers(*ledgers)
+    if json_output:
+        typer.echo(json.dumps(comparison.to_json()))
+    elif comparison.first_difference is None:
+        typer.echo(f"the runs agree on all {comparison.steps_compared} steps both recorded")
+    else:
+        typer.echo(
+            f"the runs part at step {comparison.first_difference}: {comparison.field} differs"
+        )
+    if comparison.first_difference is not None:
+        raise typer.Exit(1)

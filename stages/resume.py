@@ -1,0 +1,109 @@
+"""`zrodlo checkpoint resume`: continue a checkpoint exactly (the `resume` stage)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+
+def resume(
+    checkpoint: Path = typer.Option(..., help="The step-<n> checkpoint directory to continue."),
+    corpus: Path = typer.Option(..., help="The corpus the checkpoint was trained on."),
+    output: Path = typer.Option(
+        ..., help="The run directory each new step-<n> checkpoint is written into."
+    ),
+    steps: int = typer.Option(
+        ..., help="Total steps the run reaches, counting the checkpoint's own."
+    ),
+    eval_corpus: Path | None = typer.Option(
+        None, help="A prepared held-out corpus scored during the run; needs --eval-every."
+    ),
+    eval_every: int | None = typer.Option(
+        None, help="Steps between held-out scores, and the last step; needs --eval-corpus."
+    ),
+    checkpoint_every: int | None = typer.Option(
+        None,
+        help="Steps between checkpoints written under --output; the last step is always written.",
+    ),
+    keep_checkpoints: int | None = typer.Option(
+        None, help="Keep only the newest this many checkpoints under --output."
+    ),
+    device: str = typer.Option(..., help="The device to compute on: cpu, metal or cuda."),
+    ordinal: int | None = typer.Option(None, help="The GPU to use; required for metal and cuda."),
+) -> None:
+    """Continue a checkpoint with its own optimizer state and data position."""
+    # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
+    from stages.progress import step_display
+    from zrodlo.chacha import GENERATOR
+    from zrodlo.checkpoint import TOKENIZER_FILE, read_checkpoint, read_record
+    from zrodlo.corpus import Corpus
+    from zrodlo.device import check_device, resolve_device
+    from zrodlo.plan import RunPlan
+    from zrodlo.refusal import Refusal
+    from zrodlo.run import (
+        check_data,
+        check_held_out,
+        check_outputs,
+        match_environment,
+        note_checkpoint,
+        open_held_out,
+        train,
+    )
+    from zrodlo.trainer import Trainer
+
+    record = read_record(checkpoint)
+    state = read_checkpoint(checkpoint)
+    if state.model.tokenizer.digest != record.get("tokenizer_digest"):
+        raise Refusal(
+            f"{checkpoint / TOKENIZER_FILE} is not the tokenizer {checkpoint} was trained with"
+        )
+    data = Corpus.open(corpus)
+    if data.digest != record.get("corpus_digest"):
+        raise Refusal(
+            f"{corpus} holds corpus {data.digest}, and this checkpoint was trained on corpus "
+            f"{record.get('corpus_digest')}; resume on the same corpus"
+        )
+    done = state.step
+    if steps <= done:
+        raise Refusal(f"--steps {steps} is not past the {done} steps already done")
+    if record.get("generator") != GENERATOR:
+        named = record.get("generator") or "no named generator"
+        raise Refusal(
+            f"this checkpoint's {done} steps drew their window order and dropout masks from "
+            f"{named}, and this build draws from {GENERATOR}; a resume would not continue the "
+            "same run"
+        )
+    try:
+        plan = RunPlan.from_hyperparameters(
+            record["hyperparameters"],
+            steps=steps,
+            eval_every=eval_every,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoints=keep_checkpoints,
+        )
+        plan.validate()
+    except (KeyError, TypeError) as error:
+        raise Refusal(
+            f"{checkpoint} records hyperparameters this build cannot read: {error}"
+        ) from None
+    table = check_data(data, state.model, plan.context)
+    check_held_out(eval_corpus, eval_every)
+    held_out = open_held_out(eval_corpus, state.model, plan.context)
+    check_device(device, ordinal, plan.precision)
+    target = resolve_device(device, ordinal, plan.precision)
+    check_outputs(output, plan, done)
+    for warning in match_environment(checkpoint, record.get("environment", {})):
+        print(f"warning: {warning}", file=sys.stderr)
+    trainer = Trainer.restore(plan, state, data.tokens, table, target)
+    provenance = {
+        "seed": plan.seed,
+        "corpus_digest": data.digest,
+        "tokenizer_digest": state.model.tokenizer.digest,
+    }
+    output.mkdir(exist_ok=True)
+    note_checkpoint(output, done, record["files"])
+    with step_display(done, steps) as on_step:
+        written = train(trainer, plan, done, output, state.model, provenance, held_out, on_step)
+    typer.echo(f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}")

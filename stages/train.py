@@ -1,0 +1,143 @@
+"""`zrodlo model train`: train every weight of a model directory (the `train` stage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def train_command(
+    model: Path = typer.Option(
+        ..., help="The model directory or checkpoint whose weights are trained."
+    ),
+    corpus: Path = typer.Option(..., help="The prepared corpus the windows are read from."),
+    output: Path = typer.Option(
+        ..., help="The run directory each step-<n> checkpoint is written into."
+    ),
+    steps: int = typer.Option(..., help="How many optimizer updates the run makes."),
+    context: int = typer.Option(
+        ..., help="Tokens per training window; the model reads all but the last."
+    ),
+    batch_size: int = typer.Option(..., help="Windows per optimizer update."),
+    learning_rate: float = typer.Option(..., help="AdamW's step size: a positive finite number."),
+    beta1: float = typer.Option(
+        ..., help="AdamW's decay of the gradient's running mean, between 0 and 1."
+    ),
+    beta2: float = typer.Option(
+        ..., help="AdamW's decay of the squared gradient's running mean, between 0 and 1."
+    ),
+    epsilon: float = typer.Option(
+        ..., help="AdamW's term added to the denominator: a positive finite number."
+    ),
+    weight_decay: float = typer.Option(
+        ..., help="AdamW's decoupled weight decay: a finite number, zero or more."
+    ),
+    decay_scope: str = typer.Option(
+        ...,
+        help="The weights --weight-decay pulls toward zero: all, or matrices only (no biases or norm scales).",
+    ),
+    seed: int = typer.Option(
+        ..., help="Keys the dropout masks and the shuffled window order; a resumed run keeps it."
+    ),
+    precision: str = typer.Option(
+        ..., help="f32, or bf16 for mixed precision on a GPU; a resumed run keeps it."
+    ),
+    micro_batch_size: int | None = typer.Option(
+        None,
+        help="Windows per forward pass, dividing --batch-size; the step's gradient is the sum over its micro-batches.",
+    ),
+    warmup_steps: int = typer.Option(
+        0, help="Updates over which the learning rate rises linearly to --learning-rate."
+    ),
+    stable_steps: int | None = typer.Option(
+        None,
+        help="Updates after the warmup at the full rate before the decay starts; needs --decay-steps.",
+    ),
+    decay_steps: int | None = typer.Option(
+        None, help="Updates over which the rate falls in --decay-shape to --min-learning-rate."
+    ),
+    decay_shape: str | None = typer.Option(
+        None, help="How the rate falls over --decay-steps: cosine or linear; required with it."
+    ),
+    min_learning_rate: float | None = typer.Option(
+        None, help="The rate the decay ends at and keeps; required with --decay-steps."
+    ),
+    clip_norm: float | None = typer.Option(
+        None,
+        help="The largest global L2 norm a step's gradient keeps; a larger one is scaled down to it.",
+    ),
+    shuffle: bool = typer.Option(
+        False,
+        "--shuffle",
+        help="Read each pass over the corpus in an order drawn from --seed and the pass.",
+    ),
+    eval_corpus: Path | None = typer.Option(
+        None, help="A prepared held-out corpus scored during the run; needs --eval-every."
+    ),
+    eval_every: int | None = typer.Option(
+        None, help="Steps between held-out scores, and the last step; needs --eval-corpus."
+    ),
+    checkpoint_every: int | None = typer.Option(
+        None,
+        help="Steps between checkpoints written under --output; the last step is always written.",
+    ),
+    keep_checkpoints: int | None = typer.Option(
+        None,
+        help="Keep only the newest this many checkpoints under --output, removing older ones as new ones are written.",
+    ),
+    device: str = typer.Option(..., help="The device to compute on: cpu, metal or cuda."),
+    ordinal: int | None = typer.Option(None, help="The GPU to use; required for metal and cuda."),
+) -> None:
+    """Train every weight of a model directory with AdamW on next-token cross-entropy."""
+    # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
+    from stages.progress import step_display
+    from zrodlo.checkpoint import read_model
+    from zrodlo.corpus import Corpus
+    from zrodlo.device import check_device, resolve_device
+    from zrodlo.plan import RunPlan
+    from zrodlo.run import check_data, check_held_out, check_outputs, open_held_out, train
+    from zrodlo.trainer import Trainer
+
+    plan = RunPlan(
+        steps=steps,
+        context=context,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        beta1=beta1,
+        beta2=beta2,
+        epsilon=epsilon,
+        weight_decay=weight_decay,
+        decay_scope=decay_scope,
+        seed=seed,
+        precision=precision,
+        micro_batch_size=micro_batch_size,
+        warmup_steps=warmup_steps,
+        stable_steps=stable_steps,
+        decay_steps=decay_steps,
+        decay_shape=decay_shape,
+        min_learning_rate=min_learning_rate,
+        clip_norm=clip_norm,
+        shuffle=shuffle,
+        eval_every=eval_every,
+        checkpoint_every=checkpoint_every,
+        keep_checkpoints=keep_checkpoints,
+    )
+    plan.validate()
+    start = read_model(model)
+    data = Corpus.open(corpus)
+    table = check_data(data, start, context)
+    check_held_out(eval_corpus, eval_every)
+    held_out = open_held_out(eval_corpus, start, context)
+    check_device(device, ordinal, precision)
+    target = resolve_device(device, ordinal, precision)
+    check_outputs(output, plan, done=0)
+    trainer = Trainer.start(plan, start, data.tokens, table, target)
+    provenance = {
+        "seed": seed,
+        "corpus_digest": data.digest,
+        "tokenizer_digest": start.tokenizer.digest,
+    }
+    with step_display(0, steps) as on_step:
+        written = train(trainer, plan, 0, output, start, provenance, held_out, on_step)
+    typer.echo(f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}")

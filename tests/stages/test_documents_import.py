@@ -1,0 +1,193 @@
+"""`zrodlo documents import` (folders, Parquet, CSV) and the command line's help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+from zrodlo.documents import read_documents
+
+
+def import_args(source: Path, output: Path, *extra: object) -> list[object]:
+    return ["documents", "import", "--source", source, "--output", output, *extra]
+
+
+def read_back(path: Path) -> dict[str, str]:
+    return {document.id: document.text for document in read_documents(path)}
+
+
+def test_a_folder_becomes_documents_named_by_relative_path(tmp_path, run_zrodlo):
+    folder = tmp_path / "texts"
+    (folder / "sub" / "deeper").mkdir(parents=True)
+    (folder / ".git").mkdir()
+    (folder / "a.txt").write_text("first\nline two\n", encoding="utf-8")
+    (folder / "sub" / "b.md").write_text("zażółć 😀", encoding="utf-8")
+    (folder / "sub" / "deeper" / "c").write_text("third", encoding="utf-8")
+    (folder / ".hidden.txt").write_text("skip me", encoding="utf-8")
+    (folder / "sub" / ".cache").write_text("skip me too", encoding="utf-8")
+    (folder / ".git" / "config").write_text("skip", encoding="utf-8")
+    output = tmp_path / "documents.jsonl"
+    returncode, stdout, stderr = run_zrodlo(*import_args(folder, output), cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {
+        "a.txt": "first\nline two\n",
+        "sub/b.md": "zażółć 😀",
+        "sub/deeper/c": "third",
+    }
+    assert stdout == f"wrote {output}: 3 documents from {folder}\n"
+
+
+def test_a_parquet_table_with_integer_ids_becomes_documents(tmp_path, run_zrodlo):
+    table = tmp_path / "docs.parquet"
+    pq.write_table(
+        pa.table({"id": pa.array([7, 3], pa.int64()), "text": ["seven", "three"]}), table
+    )
+    output = tmp_path / "documents.jsonl"
+    returncode, _, stderr = run_zrodlo(*import_args(table, output), cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {"7": "seven", "3": "three"}
+
+
+def test_a_parquet_table_with_named_columns_becomes_documents(tmp_path, run_zrodlo):
+    table = tmp_path / "docs.parquet"
+    pq.write_table(
+        pa.table({"name": ["x", "y"], "body": ["ex", "why"], "title": ["T", "U"]}),
+        table,
+        row_group_size=1,
+    )
+    output = tmp_path / "documents.jsonl"
+    args = import_args(table, output, "--id-column", "name", "--text-column", "body")
+    returncode, _, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {"x": "ex", "y": "why"}
+
+
+def test_a_csv_table_becomes_documents(tmp_path, run_zrodlo):
+    table = tmp_path / "docs.csv"
+    rows = {"key": pa.array([10, 2], pa.int64()), "content": ['say "hi", then go', "two\nlines"]}
+    pacsv.write_csv(pa.table(rows), table)
+    output = tmp_path / "documents.jsonl"
+    args = import_args(table, output, "--id-column", "key", "--text-column", "content")
+    returncode, _, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {"10": 'say "hi", then go', "2": "two\nlines"}
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_import_refuses_a_table_without_the_text_column(suffix, tmp_path, assert_refused):
+    table = tmp_path / f"docs.{suffix}"
+    data = pa.table({"id": ["x"], "body": ["ex"]})
+    if suffix == "parquet":
+        pq.write_table(data, table)
+    else:
+        pacsv.write_csv(data, table)
+    sentence = (
+        f"{table} has no column text; a table of documents needs the columns id and text "
+        "(see --id-column and --text-column)"
+    )
+    assert_refused(*import_args(table, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_import_refuses_a_file_that_is_not_utf8(tmp_path, assert_refused):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "good.txt").write_text("fine", encoding="utf-8")
+    (folder / "latin.txt").write_bytes("ok then caf\u00e9".encode("latin-1"))
+    sentence = (
+        f"{folder / 'latin.txt'} is not UTF-8 text (byte 11); every file of a folder of documents "
+        "is read as UTF-8"
+    )
+    assert_refused(*import_args(folder, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_import_refuses_a_duplicate_id(tmp_path, assert_refused):
+    table = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 1], "text": ["a", "b", "c"]}), table)
+    sentence = f'{table} documents 1 and 3 both have id "1"; every document needs an id of its own'
+    assert_refused(*import_args(table, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_import_refuses_an_empty_text(tmp_path, assert_refused):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "empty.txt").write_bytes(b"")
+    sentence = (
+        f'{folder} document "empty.txt" has an empty text; a document needs one character or more'
+    )
+    assert_refused(*import_args(folder, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_import_refuses_an_existing_output(tmp_path, assert_refused):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a")
+    output = tmp_path / "documents.jsonl"
+    output.write_text("mine\n")
+    sentence = f"{output} already exists; Zrodlo writes a new file and overwrites nothing"
+    assert_refused(*import_args(folder, output), sentence=sentence)
+
+
+def test_import_refuses_a_source_that_does_not_exist(tmp_path, assert_refused):
+    source = tmp_path / "nowhere"
+    sentence = f"{source} does not exist; import reads a folder, a .parquet or a .csv file"
+    assert_refused(*import_args(source, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_pydoc_writes_one_document_per_reference_topic(tmp_path, run_zrodlo):
+    from pydoc_data.topics import topics
+
+    output = tmp_path / "documents.jsonl"
+    returncode, stdout, _ = run_zrodlo("documents", "pydoc", "--output", output, cwd=tmp_path)
+    assert returncode == 0
+    assert read_back(output) == topics
+    assert stdout == f"wrote {output}: {len(topics)} documents from pydoc_data.topics\n"
+
+
+def test_zrodlo_help_lists_the_command_groups(run_zrodlo, tmp_path):
+    returncode, stdout, _ = run_zrodlo("--help", cwd=tmp_path)
+    assert returncode == 0
+    commands = {line.strip("│ ").split(" ")[0] for line in stdout.splitlines() if "│" in line}
+    assert {"documents", "tokenizer", "corpus"} <= commands
+
+
+def test_documents_help_lists_its_commands(run_zrodlo, tmp_path):
+    returncode, stdout, _ = run_zrodlo("documents", "--help", cwd=tmp_path)
+    assert returncode == 0
+    commands = {line.strip("│ ").split(" ")[0] for line in stdout.splitlines() if "│" in line}
+    assert {"pydoc", "import", "splits", "split"} <= commands
+
+
+@pytest.mark.parametrize(
+    ("command", "flags"),
+    [
+        ("import", {"--source", "--output", "--id-column", "--text-column", "--help"}),
+        ("pydoc", {"--output", "--help"}),
+    ],
+)
+def test_every_option_of_the_import_commands_has_help(
+    command, flags, run_zrodlo, option_descriptions, tmp_path
+):
+    returncode, stdout, _ = run_zrodlo("documents", command, "--help", cwd=tmp_path)
+    assert returncode == 0
+    options = option_descriptions(stdout)
+    assert set(options) == flags
+    assert all(options.values()), options
+
+
+def test_import_refuses_a_file_name_that_is_not_utf8(tmp_path, run_zrodlo, snapshot):
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    with open(bytes(folder) + b"/caf\xe9.txt", "w", encoding="utf-8") as handle:
+        handle.write("text")
+    before = snapshot(tmp_path)
+    returncode, _, stderr = run_zrodlo(*import_args(folder, tmp_path / "out.jsonl"), cwd=tmp_path)
+    assert returncode == 1
+    assert stderr == (
+        f"Error: {folder} holds a file whose name is not UTF-8 (caf?.txt); a file's relative "
+        "path becomes its id, so rename it\n"
+    )
+    assert snapshot(tmp_path) == before
