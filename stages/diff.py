@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from zrodlo.digest import write_json
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import LEDGER_FILE, compare_ledgers, read_ledger
 
@@ -15,6 +16,9 @@ def diff(
     first: Path = typer.Argument(..., help="A run directory (holding ledger.jsonl)."),
     second: Path = typer.Argument(..., help="Another run directory to compare with it."),
     json_output: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    output: Path | None = typer.Option(
+        None, help="Also write the comparison as JSON to this file (replaced if it exists)."
+    ),
 ) -> None:
     """Compare the ledgers of two runs on the steps both recorded; exit 1 where they part."""
     ledgers = []
@@ -23,6 +27,8 @@ def diff(
             raise Refusal(f"{run} holds no {LEDGER_FILE}; only a run directory can be compared")
         ledgers.append(read_ledger(run / LEDGER_FILE))
     comparison = compare_ledgers(*ledgers)
+    if output is not None:
+        write_json(output, {"runs": [str(first), str(second)], **comparison.to_json()})
     if json_output:
         typer.echo(json.dumps(comparison.to_json()))
     elif comparison.first_difference is None:

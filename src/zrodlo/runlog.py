@@ -120,33 +120,48 @@ def read_ledger(path: Path) -> list[dict]:
 
 @dataclass(frozen=True)
 class LedgerComparison:
-    """Two runs compared on the steps both recorded."""
+    """Two runs compared on the steps both recorded, and on the checkpoints both wrote."""
 
     steps_compared: int
     first_difference: int | None  # the first step whose records differ, or None
     field: str | None  # what differs there
+    checkpoint_step: int | None = None  # the newest checkpoint both runs wrote
+    digests: tuple[dict, dict] | None = None  # its state files' sha256 in each run
 
     def to_json(self) -> dict:
         return {
             "steps_compared": self.steps_compared,
             "first_differing_step": self.first_difference,
             "field": self.field,
+            "equal": self.first_difference is None,
+            "checkpoint_step": self.checkpoint_step,
+            "digests": None if self.digests is None else list(self.digests),
         }
 
 
 def compare_ledgers(first: list[dict], second: list[dict]) -> LedgerComparison:
-    """Compare two ledgers entry by entry on the steps both hold; checkpoints where both wrote one."""
+    """Compare two ledgers on the steps both hold, and the checkpoints both wrote, step by step."""
     steps_a = {e["step"]: e for e in first if "checkpoint" not in e}
     steps_b = {e["step"]: e for e in second if "checkpoint" not in e}
     saved_a = {e["step"]: e["checkpoint"] for e in first if "checkpoint" in e}
     saved_b = {e["step"]: e["checkpoint"] for e in second if "checkpoint" in e}
     common = sorted(set(steps_a) & set(steps_b))
-    for step in common:
+    both_saved = sorted(set(saved_a) & set(saved_b))
+    last = both_saved[-1] if both_saved else None
+    found = {
+        "checkpoint_step": last,
+        "digests": None if last is None else (saved_a[last], saved_b[last]),
+    }
+    for step in sorted(set(common) | set(both_saved)):
         for field in ("windows", "loss", "learning_rate", "grad_norm", "eval_loss"):
-            if steps_a[step].get(field) != steps_b[step].get(field):
-                return LedgerComparison(len(common), step, field)
+            if (
+                step in steps_a
+                and step in steps_b
+                and steps_a[step].get(field) != steps_b[step].get(field)
+            ):
+                return LedgerComparison(len(common), step, field, **found)
         if step in saved_a and step in saved_b:
             for name in sorted(set(saved_a[step]) | set(saved_b[step])):
                 if saved_a[step].get(name) != saved_b[step].get(name):
-                    return LedgerComparison(len(common), step, name)
-    return LedgerComparison(len(common), None, None)
+                    return LedgerComparison(len(common), step, name, **found)
+    return LedgerComparison(len(common), None, None, **found)
