@@ -60,11 +60,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=512)
     parser.add_argument("--output", type=Path, default=ROOT / "reports/bench/prepare.json")
+    parser.add_argument("--generate-into", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate_into:
+        print(json.dumps(generate(args.generate_into, args.megabytes)))
+        return
     work = Path(tempfile.mkdtemp(prefix="zrodlo-bench-prepare-"))
     try:
         source = work / "documents.jsonl"
-        documents, characters = generate(source, args.megabytes)
+        # Generated in a child process: a child's peak RSS starts from its parent's size at fork,
+        # so this process stays small to keep the measured peak that of `corpus prepare` alone.
+        generated = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--megabytes",
+                str(args.megabytes),
+                "--generate-into",
+                source,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        documents, characters = json.loads(generated.stdout)
         sample = work / "sample.jsonl"
         with open(source, "rb") as full, open(sample, "wb") as head:
             for _, line in zip(range(64), full, strict=False):

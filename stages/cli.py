@@ -6,7 +6,19 @@ import sys
 
 import typer
 
-from stages import diff, documents, init, prepare, resume, split, splits, tokenizer, train
+from stages import (
+    diff,
+    documents,
+    evaluate,
+    init,
+    prepare,
+    resume,
+    sample,
+    split,
+    splits,
+    tokenizer,
+    train,
+)
 from zrodlo.refusal import Refusal
 
 app = typer.Typer(
@@ -22,7 +34,9 @@ tokenizer_group = typer.Typer(help="The character tokenizer.", no_args_is_help=T
 corpus_group = typer.Typer(help="Token corpora prepared from documents.", no_args_is_help=True)
 app.add_typer(documents_group, name="documents")
 app.add_typer(tokenizer_group, name="tokenizer")
-model_group = typer.Typer(help="Models: initialise and train.", no_args_is_help=True)
+model_group = typer.Typer(
+    help="Models: initialise, train, evaluate and sample.", no_args_is_help=True
+)
 checkpoint_group = typer.Typer(help="Checkpoints: resume and compare runs.", no_args_is_help=True)
 app.add_typer(corpus_group, name="corpus")
 app.add_typer(model_group, name="model")
@@ -36,6 +50,8 @@ tokenizer_group.command("fit")(tokenizer.fit)
 corpus_group.command("prepare")(prepare.prepare)
 model_group.command("init")(init.init)
 model_group.command("train")(train.train_command)
+model_group.command("evaluate")(evaluate.evaluate)
+model_group.command("sample")(sample.sample)
 checkpoint_group.command("resume")(resume.resume)
 checkpoint_group.command("diff")(diff.diff)
 

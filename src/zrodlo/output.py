@@ -64,6 +64,28 @@ def remove_leftovers(path: Path) -> None:
                     entry.unlink(missing_ok=True)
 
 
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_partials(directory: Path) -> None:
+    """Remove every temporary in `directory` whose writing process no longer runs."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in directory.iterdir():
+            head, marker, pid = entry.name.rpartition(_PARTIAL)
+            if head.startswith(".") and marker and pid.isdigit() and not _running(int(pid)):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+
+
 def sync_directory(path: Path) -> None:
     """fsync a directory so the names inside it (a rename, a new file) survive a power cut."""
     fd = os.open(path, os.O_RDONLY)

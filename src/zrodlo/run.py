@@ -28,7 +28,7 @@ from zrodlo.checkpoint import (
 from zrodlo.corpus import Corpus
 from zrodlo.device import describe
 from zrodlo.evaluate import score
-from zrodlo.output import check_parent, new_directory
+from zrodlo.output import check_parent, new_directory, remove_stale_partials
 from zrodlo.plan import RunPlan
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import LEDGER_FILE, RunLog, StepRecord, read_ledger
@@ -146,6 +146,7 @@ def train(
     `provenance` (seed, corpus and tokenizer digests) goes into every trainer.json.
     """
     output.mkdir(exist_ok=True)
+    remove_stale_partials(output)  # what a killed run left half-written is never a checkpoint
     log = RunLog(output, done)
     written: list[Path] = []
     planned = set(plan.checkpoint_steps(done))

@@ -1,0 +1,76 @@
+"""Text from a model: each next token drawn from the model's distribution with ChaCha20 uniforms.
+
+Token i of a sample uses uniform i of the stream (seed, SAMPLING), so the same model, prompt and
+seed give the same text on every machine whose model computes the same logits. The distribution is
+the softmax of logits / temperature over the top-k tokens; temperature 0 takes the most likely one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from zrodlo.chacha import Purpose, Stream, uniform
+from zrodlo.model import GPT
+from zrodlo.refusal import Refusal
+from zrodlo.tokenizer import BOS, EOS, UNK, CharTokenizer
+
+
+def check_sampling(tokens: int, temperature: float, top_k: int | None) -> None:
+    if tokens < 1:
+        raise Refusal(f"--tokens is {tokens}; a sample needs one token or more")
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise Refusal(
+            f"--temperature is {temperature!r}; it must be a finite number, zero or more "
+            "(zero takes the most likely token)"
+        )
+    if top_k is not None and top_k < 1:
+        raise Refusal(f"--top-k is {top_k}; it must be one or more, or left out for all tokens")
+
+
+def unknown_characters(tokenizer: CharTokenizer, prompt: str) -> list[str]:
+    """The prompt's characters the tokenizer does not know, in order of first appearance."""
+    ids = tokenizer.encode(prompt)
+    return list(dict.fromkeys(c for c, i in zip(prompt, ids.tolist(), strict=True) if i == UNK))
+
+
+def choose(logits: np.ndarray, temperature: float, top_k: int | None, draw: float) -> int:
+    """The token a uniform draw in [0, 1) picks from logits (V,) float32."""
+    if temperature == 0:
+        return int(np.argmax(logits))
+    order = np.argsort(-logits, kind="stable")[: top_k or len(logits)]  # most likely first
+    scaled = logits[order].astype(np.float64) / temperature
+    weights = np.exp(scaled - scaled.max())
+    cumulative = np.cumsum(weights)
+    return int(
+        order[min(np.searchsorted(cumulative, draw * cumulative[-1], side="right"), len(order) - 1)]
+    )
+
+
+def sample(
+    model: GPT,
+    tokenizer: CharTokenizer,
+    prompt: str,
+    tokens: int,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+    device: torch.device,
+) -> str:
+    """Continue BOS + prompt by up to `tokens` tokens (stopping at EOS); return the new text."""
+    stream = Stream(seed, Purpose.SAMPLING)
+    draws = uniform(stream, 0, tokens)  # (tokens,) one uniform per token drawn
+    sequence = [BOS, *tokenizer.encode(prompt).tolist()]
+    produced: list[int] = []
+    model.eval()
+    with torch.no_grad():
+        for i in range(tokens):
+            window = sequence[-model.config.positions :]
+            inputs = torch.tensor([window], dtype=torch.long, device=device)  # (1, T)
+            logits = model(inputs)[0, -1].float().cpu().numpy()  # (V,)
+            token = choose(logits, temperature, top_k, float(draws[i]))
+            if token == EOS:
+                break
+            sequence.append(token)
+            produced.append(token)
+    return tokenizer.decode(produced)

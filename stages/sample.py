@@ -1,0 +1,48 @@
+"""`zrodlo model sample`: text from a model or checkpoint, reproducible by seed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+
+def sample(
+    model: Path = typer.Option(..., help="The model directory or checkpoint to sample from."),
+    prompt: str = typer.Option("", help="The text the sample continues (after BOS)."),
+    tokens: int = typer.Option(200, help="The most tokens to draw; a sample also ends at EOS."),
+    temperature: float = typer.Option(
+        0.8, help="Divides the logits; 0 takes the most likely token."
+    ),
+    top_k: int | None = typer.Option(None, help="Draw only among the k most likely tokens."),
+    seed: int = typer.Option(
+        ..., help="Keys the ChaCha20 draws: the same seed gives the same text."
+    ),
+    device: str = typer.Option("cpu", help="The device to compute on: cpu, metal or cuda."),
+    ordinal: int | None = typer.Option(None, help="The GPU to use; required for metal and cuda."),
+) -> None:
+    """Continue a prompt with text drawn from the model."""
+    # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
+    from zrodlo.chacha import check_seed
+    from zrodlo.checkpoint import read_model
+    from zrodlo.device import resolve_device
+    from zrodlo.model import GPT
+    from zrodlo.sample import check_sampling, unknown_characters
+    from zrodlo.sample import sample as draw_sample
+
+    check_sampling(tokens, temperature, top_k)
+    check_seed(seed)
+    loaded = read_model(model)
+    target = resolve_device(device, ordinal, "f32")
+    unknown = unknown_characters(loaded.tokenizer, prompt)
+    if unknown:
+        shown = ", ".join(repr(c) for c in unknown)
+        print(
+            f"warning: the prompt holds {len(unknown)} characters the tokenizer does not know "
+            f"({shown}); the model reads each as UNK",
+            file=sys.stderr,
+        )
+    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
+    text = draw_sample(network, loaded.tokenizer, prompt, tokens, temperature, top_k, seed, target)
+    typer.echo(prompt + text)
