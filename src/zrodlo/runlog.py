@@ -3,9 +3,11 @@
 - steps.csv: step, loss, learning_rate, grad_norm, targets, eval_loss, for people and `dvc plots`;
 - ledger.jsonl: per step the sha256 of its window indices and the loss, rate, norm and held-out loss
   as exact hex floats; after each checkpoint, the sha256 of its state files;
+- held_out.csv: step, eval_loss on the steps that scored the held-out corpus, a dense series for
+  `dvc plots` (steps.csv leaves the column empty between scores);
 - timing.csv: step, seconds, tokens_per_second (the only machine-dependent record).
 
-steps.csv and ledger.jsonl hold only what the run's plan determines, so a resumed run writes the
+steps.csv, held_out.csv and ledger.jsonl hold only what the run's plan determines, so a resumed run writes the
 same lines as the run that was never interrupted. When a run continues in the directory it was
 killed in, the lines past the checkpoint it continues from are dropped first.
 """
@@ -20,6 +22,8 @@ from pathlib import Path
 STEPS_FILE = "steps.csv"
 LEDGER_FILE = "ledger.jsonl"
 TIMING_FILE = "timing.csv"
+HELD_OUT_FILE = "held_out.csv"
+HELD_OUT_HEADER = "step,eval_loss"
 STEPS_HEADER = "step,loss,learning_rate,grad_norm,targets,eval_loss"
 TIMING_HEADER = "step,seconds,tokens_per_second"
 
@@ -70,6 +74,7 @@ class RunLog:
             (STEPS_FILE, STEPS_HEADER, _csv_step),
             (LEDGER_FILE, None, _ledger_step),
             (TIMING_FILE, TIMING_HEADER, _csv_step),
+            (HELD_OUT_FILE, HELD_OUT_HEADER, _csv_step),
         ):
             path = run / name
             if path.exists():
@@ -95,6 +100,8 @@ class RunLog:
             "eval_loss": _hex(record.eval_loss),
         }
         self._write(LEDGER_FILE, json.dumps(entry))
+        if record.eval_loss is not None:
+            self._write(HELD_OUT_FILE, f"{record.step},{record.eval_loss!r}")
         rate = record.targets / record.seconds if record.seconds > 0 else 0.0
         self._write(TIMING_FILE, f"{record.step},{record.seconds:.6f},{rate:.1f}")
 
