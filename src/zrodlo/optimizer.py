@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from zrodlo.refusal import Refusal
@@ -24,6 +25,9 @@ def _shown(value: float | int) -> str:
         # float() first: repr of a numpy scalar would name its type (`np.float64(0.1)`).
         return repr(float(value))
     return str(value)
+
+
+SMALLEST_NORMAL_F32 = float(np.finfo(np.float32).tiny)
 
 
 def _positive_finite(value: float) -> bool:
@@ -46,6 +50,13 @@ class AdamWSettings:
             raise Refusal(
                 f"--epsilon is {_shown(self.epsilon)}; it must be a positive finite number"
             )
+        if float(np.float32(self.epsilon)) < SMALLEST_NORMAL_F32:
+            # AdamW adds epsilon to float32 moments: below float32's normal range it rounds to
+            # zero (or loses its precision), and a weight whose gradient is zero turns into 0/0.
+            raise Refusal(
+                f"--epsilon is {_shown(self.epsilon)}, which float32 cannot hold; it must be at "
+                f"least {SMALLEST_NORMAL_F32!r}"
+            )
         for flag, beta in (("--beta1", self.beta1), ("--beta2", self.beta2)):
             # A NaN fails both comparisons, so it is refused too.
             if not (0 < beta < 1):
@@ -58,7 +69,7 @@ class AdamWSettings:
                 "it must be a finite number that is not negative"
             )
         if self.decay_scope not in DECAY_SCOPES:
-            # The command line's parser admits only the two names; this guards other callers.
+            # The command line passes the value as typed, so an unknown name is refused here.
             raise Refusal(
                 f"--decay-scope is '{self.decay_scope}'; the weights that decay are all or matrices"
             )

@@ -174,6 +174,7 @@ def train(
             log.step(record)
             on_step(record)
             if record.step in planned:
+                trainer.check_finite(record.step)
                 path = output / checkpoint_name(record.step)
                 files = _write_checkpoint(
                     path, trainer, model, {**record_base, "step": record.step}

@@ -93,7 +93,7 @@ class Schedule:
                 f"number from zero up to --learning-rate {_shown(self.learning_rate)}"
             )
         if self.decay_shape is not None and self.decay_shape not in DECAY_SHAPES:
-            # The command line's parser admits only the two names; this guards other callers.
+            # The command line passes the value as typed, so an unknown name is refused here.
             raise Refusal(
                 f"--decay-shape is '{self.decay_shape}'; a decay falls along a cosine or a linear"
             )

@@ -122,13 +122,28 @@ class Trainer:
         norm = clip_gradients(self.model.parameters(), self.plan.clip_norm)
         rate = self.schedule.rate(n)
         set_learning_rate(self.optimizer, rate)
-        self.optimizer.step()
+        try:
+            self.optimizer.step()
+        except RuntimeError as error:  # torch's scalar step size overflowing float32
+            raise Refusal(
+                f"the update after step {n} at learning rate {rate!r} does not fit float32 "
+                f"({error}); lower --learning-rate"
+            ) from None
         self.optimizer.zero_grad(set_to_none=True)
         seconds = time.perf_counter() - started
         return StepRecord(n + 1, loss, rate, norm, step_targets, windows_digest(indices), seconds)
 
     def weights(self) -> dict[str, torch.Tensor]:
         return {name: p.detach() for name, p in self.model.named_parameters()}
+
+    def check_finite(self, step: int) -> None:
+        """Refuse weights that are no longer finite numbers, before they reach a checkpoint."""
+        for name, weight in self.weights().items():
+            if not bool(torch.isfinite(weight).all()):
+                raise Refusal(
+                    f"the update to step {step} left {name} with values that are not finite "
+                    "numbers; lower --learning-rate or check the corpus"
+                )
 
     def optimizer_state(self) -> dict[str, torch.Tensor]:
         return optimizer_state_tensors(self.optimizer, dict(self.model.named_parameters()))
