@@ -12,6 +12,7 @@ from stages import (
     evaluate,
     init,
     prepare,
+    report,
     resume,
     sample,
     split,
@@ -54,6 +55,7 @@ model_group.command("evaluate")(evaluate.evaluate)
 model_group.command("sample")(sample.sample)
 checkpoint_group.command("resume")(resume.resume)
 checkpoint_group.command("diff")(diff.diff)
+app.command("report")(report.report)
 
 
 def main() -> None:
