@@ -37,7 +37,7 @@ def resume(
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from stages.progress import step_display
     from zrodlo.chacha import GENERATOR
-    from zrodlo.checkpoint import TOKENIZER_FILE, read_checkpoint, read_record
+    from zrodlo.checkpoint import TOKENIZER_FILE, read_checkpoint
     from zrodlo.corpus import Corpus
     from zrodlo.device import check_device, resolve_device
     from zrodlo.plan import RunPlan
@@ -53,8 +53,8 @@ def resume(
     )
     from zrodlo.trainer import Trainer
 
-    record = read_record(checkpoint)
     state = read_checkpoint(checkpoint)
+    record = state.record
     if state.model.tokenizer.digest != record.get("tokenizer_digest"):
         raise Refusal(
             f"{checkpoint / TOKENIZER_FILE} is not the tokenizer {checkpoint} was trained with"

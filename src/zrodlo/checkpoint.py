@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
-from safetensors.torch import save as save_safetensors
+from safetensors.torch import save_file
 
 from zrodlo.digest import file_sha256, json_sha256, write_json
 from zrodlo.model import ModelConfig, check_weights
@@ -43,15 +44,15 @@ def checkpoint_name(step: int) -> str:
 
 
 def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> str:
-    """Write tensors as safetensors; return the file's sha256, taken from the bytes written."""
-    data = save_safetensors({name: t.detach().contiguous().cpu() for name, t in tensors.items()})
-    path.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
+    """Write tensors as safetensors; return the file's sha256."""
+    save_file({name: t.detach().contiguous().cpu() for name, t in tensors.items()}, path)
+    return file_sha256(path)
 
 
-def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+def read_tensors(path: Path, data: bytes | None = None) -> dict[str, torch.Tensor]:
+    """Tensors of a safetensors file, from `data` when its (already checked) bytes are at hand."""
     try:
-        return load_safetensors(path.read_bytes())
+        return load_safetensors(path.read_bytes() if data is None else data)
     except (SafetensorError, OSError, ValueError) as error:
         raise Refusal(f"{path} does not load as safetensors: {error}") from None
 
@@ -91,20 +92,23 @@ class Model:
     weights: dict[str, torch.Tensor]
 
 
-def read_model(path: Path) -> Model:
-    """Read a model directory or checkpoint (a checkpoint's files are checked against trainer.json)."""
+def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
+    """Read a model directory or checkpoint; a checkpoint's files are checked against trainer.json.
+
+    `verified` holds the checked bytes of a checkpoint's files when the caller has read them.
+    """
     if not path.is_dir():
         raise Refusal(
             f"{path} is not a directory; a model directory holds {', '.join(MODEL_FILES)}"
         )
-    if (path / TRAINER_FILE).exists():
-        read_record(path)
+    if verified is None and (path / TRAINER_FILE).exists():
+        verified = read_verified(path)[1]
     config = read_config(path)
     tokenizer = CharTokenizer.load(path)
     weights_file = path / WEIGHTS_FILE
     if not weights_file.is_file():
         raise Refusal(f"{path} holds no {WEIGHTS_FILE}; a model directory holds its weights there")
-    weights = read_tensors(weights_file)
+    weights = read_tensors(weights_file, (verified or {}).get(WEIGHTS_FILE))
     check_weights(config, weights, str(weights_file))
     return Model(path, config, tokenizer, weights)
 
@@ -126,6 +130,14 @@ def write_checkpoint(
 
 def read_record(path: Path) -> dict:
     """The trainer.json of a checkpoint, with its own digest and every file's sha256 verified."""
+    return read_verified(path)[0]
+
+
+def read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
+    """trainer.json and the bytes of every file it lists, each checked against its sha256.
+
+    Each file is read once: what is checked is what the caller loads.
+    """
     file = path / TRAINER_FILE
     if not file.is_file():
         raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
@@ -146,17 +158,31 @@ def read_record(path: Path) -> dict:
             f"{file} has format version {record.get('format_version')!r}, and this build reads "
             f"version {TRAINER_FORMAT}"
         )
+    for name in record["files"]:
+        if not (path / name).is_file():
+            raise Refusal(f"{path / name} is missing; {file} lists it as part of the checkpoint")
+    # hashlib releases the GIL on large buffers, so the files hash side by side.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        contents = dict(
+            zip(
+                record["files"],
+                pool.map(_read_hashed, [path / n for n in record["files"]]),
+                strict=True,
+            )
+        )
     for name, recorded in record["files"].items():
-        member = path / name
-        if not member.is_file():
-            raise Refusal(f"{member} is missing; {file} lists it as part of the checkpoint")
-        actual = file_sha256(member)
+        _, actual = contents[name]
         if actual != recorded:
             raise Refusal(
-                f"{member} has sha256 {actual}, and {file} records {recorded}; the file was "
+                f"{path / name} has sha256 {actual}, and {file} records {recorded}; the file was "
                 "truncated or altered after the checkpoint was written"
             )
-    return record
+    return record, {name: data for name, (data, _) in contents.items()}
+
+
+def _read_hashed(path: Path) -> tuple[bytes, str]:
+    data = path.read_bytes()
+    return data, hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -175,7 +201,7 @@ class Checkpoint:
 def read_checkpoint(path: Path) -> Checkpoint:
     if not path.is_dir():
         raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
-    record = read_record(path)
+    record, files = read_verified(path)
     missing = [
         name for name in CHECKPOINT_FILES if name != TRAINER_FILE and name not in record["files"]
     ]
@@ -183,8 +209,9 @@ def read_checkpoint(path: Path) -> Checkpoint:
         raise Refusal(
             f"{path / TRAINER_FILE} does not list {missing[0]}; the checkpoint is incomplete"
         )
-    model = read_model(path)
-    return Checkpoint(model, read_tensors(path / OPTIMIZER_FILE), record)
+    model = read_model(path, files)
+    optimizer_state = read_tensors(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
+    return Checkpoint(model, optimizer_state, record)
 
 
 def check_removable(path: Path) -> None:

@@ -8,6 +8,7 @@ both run through here, so they write the same files in the same way.
 
 from __future__ import annotations
 
+import json
 import platform
 import shutil
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from zrodlo.evaluate import score
 from zrodlo.output import check_parent, new_directory, remove_stale_partials
 from zrodlo.plan import RunPlan
 from zrodlo.refusal import Refusal
-from zrodlo.runlog import LEDGER_FILE, RunLog, StepRecord, read_ledger
+from zrodlo.runlog import LEDGER_FILE, RunLog, StepRecord, last_record
 from zrodlo.trainer import Trainer
 from zrodlo.windows import WindowTable, build_windows
 
@@ -204,9 +205,14 @@ def _keep_newest(output: Path, keep: int | None) -> None:
 
 
 def note_checkpoint(output: Path, step: int, files: dict[str, str]) -> None:
-    """Make sure a continued run's ledger records the checkpoint it continues from."""
-    ledger = read_ledger(output / LEDGER_FILE)
-    if not any(e.get("step") == step and "checkpoint" in e for e in ledger):
-        log = RunLog(output, step)
-        log.checkpoint(step, files)
+    """Make sure a continued run's ledger records the checkpoint it continues from.
+
+    After the ledger is cut back to `step`, that checkpoint's entry, if written, is its last line.
+    """
+    log = RunLog(output, step)
+    try:
+        last = last_record(output / LEDGER_FILE)
+        if not (last and json.loads(last) == {"step": step, "checkpoint": files}):
+            log.checkpoint(step, files)
+    finally:
         log.close()

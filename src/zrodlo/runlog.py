@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,23 +48,54 @@ def _hex(value: float | None) -> str | None:
     return None if value is None else float(value).hex()
 
 
-def _keep_through(path: Path, done: int, step_of) -> None:
-    """Rewrite `path` without the records of steps after `done` (atomically, only if needed)."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = [line for line in lines if step_of(line) is None or step_of(line) <= done]
-    if kept != lines:
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text("".join(kept), encoding="utf-8")
-        os.replace(partial, path)
+def _truncate_after(path: Path, done: int, step_of: Callable[[bytes], int | None]) -> None:
+    """Cut the records of steps after `done`, and any half-written last line, off `path`.
+
+    Records are appended in step order, so only the tail after the last kept record is read: the
+    cost does not grow with the steps already done.
+    """
+    with open(path, "rb+") as handle:
+        cut = handle.seek(0, os.SEEK_END)
+        position, buffer = cut, b""
+        while cut > 0:
+            if position > 0 and buffer.count(b"\n") < 2:
+                read = min(1 << 16, position)
+                position -= read
+                handle.seek(position)
+                buffer = handle.read(read) + buffer
+                continue
+            if not buffer.endswith(b"\n"):  # a line a killed process left half-written
+                start = buffer.rfind(b"\n") + 1
+            else:
+                start = buffer.rfind(b"\n", 0, len(buffer) - 1) + 1
+                step = step_of(buffer[start:-1])
+                if step is None or step <= done:
+                    break
+            cut -= len(buffer) - start
+            buffer = buffer[:start]
+        handle.truncate(cut)
 
 
-def _csv_step(line: str) -> int | None:
-    head = line.split(",", 1)[0]
+def last_record(path: Path) -> bytes:
+    """The last complete line of a records file (read from the end), or b"" if none."""
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        handle.seek(max(end - (1 << 16), 0))
+        lines = handle.read().splitlines()
+    return lines[-1] if lines else b""
+
+
+def _csv_step(line: bytes) -> int | None:
+    head = line.split(b",", 1)[0]
     return int(head) if head.isdigit() else None
 
 
-def _ledger_step(line: str) -> int | None:
-    return json.loads(line)["step"] if line.strip() else None
+_LEDGER_STEP = re.compile(rb'\{"step": (\d+)')
+
+
+def _ledger_step(line: bytes) -> int | None:
+    match = _LEDGER_STEP.match(line)
+    return int(match.group(1)) if match else None
 
 
 class RunLog:
@@ -78,7 +111,7 @@ class RunLog:
         ):
             path = run / name
             if path.exists():
-                _keep_through(path, done, step_of)
+                _truncate_after(path, done, step_of)
             handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
             if header and handle.tell() == 0:
                 handle.write(header + "\n")
