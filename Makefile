@@ -27,6 +27,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/prepare.py
+	$(BIN)/python benchmarks/dropout.py
+	$(BIN)/python benchmarks/train.py
+	$(BIN)/python benchmarks/resume.py
 
 clean-venv:
 	rm -rf $(VENV)
