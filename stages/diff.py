@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.digest import write_json
+from zrodlo.digest import json_text
+from zrodlo.output import replace_file
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import LEDGER_FILE, compare_ledgers, read_ledger
 
@@ -28,7 +29,7 @@ def diff(
         ledgers.append(read_ledger(run / LEDGER_FILE))
     comparison = compare_ledgers(*ledgers)
     if output is not None:
-        write_json(output, {"runs": [str(first), str(second)], **comparison.to_json()})
+        replace_file(output, json_text({"runs": [str(first), str(second)], **comparison.to_json()}))
     if json_output:
         typer.echo(json.dumps(comparison.to_json()))
     elif comparison.first_difference is None:

@@ -37,9 +37,10 @@ def evaluate(
     from zrodlo.checkpoint import read_model
     from zrodlo.corpus import Corpus
     from zrodlo.device import resolve_device
-    from zrodlo.digest import write_json
+    from zrodlo.digest import json_text
     from zrodlo.evaluate import score
     from zrodlo.model import GPT, parameter_count
+    from zrodlo.output import replace_file
     from zrodlo.refusal import Refusal
     from zrodlo.run import check_data
 
@@ -84,7 +85,7 @@ def evaluate(
         "corpora": results,
     }
     if output is not None:
-        write_json(output, report)
+        replace_file(output, json_text(report))
     table = Table(title=f"{model}: loss in nats per target, context {window}")
     for column in (
         "corpus",

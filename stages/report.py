@@ -53,7 +53,7 @@ def report(
         write_report,
     )
     from zrodlo.runlog import STEPS_FILE
-    from zrodlo.sample import check_sampling, unknown_characters
+    from zrodlo.sample import check_sampling, unknown_warning
     from zrodlo.sample import sample as draw_sample
 
     # Everything is read and checked before the first file is written.
@@ -84,14 +84,9 @@ def report(
     if not output.exists():
         check_parent(output)
 
-    unknown = unknown_characters(loaded.tokenizer, sample_prompt)
-    if unknown:
-        shown = ", ".join(repr(c) for c in unknown)
-        print(
-            f"warning: the prompt holds {len(unknown)} characters the tokenizer does not know "
-            f"({shown}); the model reads each as UNK",
-            file=sys.stderr,
-        )
+    warning = unknown_warning(loaded.tokenizer, sample_prompt)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     # On the CPU, so that the sample in the report is the same text on every machine.
     cpu = resolve_device("cpu", None, "f32")
     network = GPT.from_weights(loaded.config, loaded.weights, cpu, str(model))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from stages import options
+
 
 def resume(
     checkpoint: Path = typer.Option(..., help="The step-<n> checkpoint directory to continue."),
@@ -17,21 +19,12 @@ def resume(
     steps: int = typer.Option(
         ..., help="Total steps the run reaches, counting the checkpoint's own."
     ),
-    eval_corpus: Path | None = typer.Option(
-        None, help="A prepared held-out corpus scored during the run; needs --eval-every."
-    ),
-    eval_every: int | None = typer.Option(
-        None, help="Steps between held-out scores, and the last step; needs --eval-corpus."
-    ),
-    checkpoint_every: int | None = typer.Option(
-        None,
-        help="Steps between checkpoints written under --output; the last step is always written.",
-    ),
-    keep_checkpoints: int | None = typer.Option(
-        None, help="Keep only the newest this many checkpoints under --output."
-    ),
-    device: str = typer.Option(..., help="The device to compute on: cpu, metal or cuda."),
-    ordinal: int | None = typer.Option(None, help="The GPU to use; required for metal and cuda."),
+    eval_corpus: Path | None = options.EVAL_CORPUS,
+    eval_every: int | None = options.EVAL_EVERY,
+    checkpoint_every: int | None = options.CHECKPOINT_EVERY,
+    keep_checkpoints: int | None = options.KEEP_CHECKPOINTS,
+    device: str = options.DEVICE,
+    ordinal: int | None = options.ORDINAL,
 ) -> None:
     """Continue a checkpoint with its own optimizer state and data position."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.

@@ -28,21 +28,16 @@ def sample(
     from zrodlo.checkpoint import read_model
     from zrodlo.device import resolve_device
     from zrodlo.model import GPT
-    from zrodlo.sample import check_sampling, unknown_characters
+    from zrodlo.sample import check_sampling, unknown_warning
     from zrodlo.sample import sample as draw_sample
 
     check_sampling(tokens, temperature, top_k)
     check_seed(seed)
     loaded = read_model(model)
     target = resolve_device(device, ordinal, "f32")
-    unknown = unknown_characters(loaded.tokenizer, prompt)
-    if unknown:
-        shown = ", ".join(repr(c) for c in unknown)
-        print(
-            f"warning: the prompt holds {len(unknown)} characters the tokenizer does not know "
-            f"({shown}); the model reads each as UNK",
-            file=sys.stderr,
-        )
+    warning = unknown_warning(loaded.tokenizer, prompt)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
     text = draw_sample(network, loaded.tokenizer, prompt, tokens, temperature, top_k, seed, target)
     typer.echo(prompt + text)

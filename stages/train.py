@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from stages import options
+
 
 def train_command(
     model: Path = typer.Option(
@@ -72,22 +74,12 @@ def train_command(
         "--shuffle",
         help="Read each pass over the corpus in an order drawn from --seed and the pass.",
     ),
-    eval_corpus: Path | None = typer.Option(
-        None, help="A prepared held-out corpus scored during the run; needs --eval-every."
-    ),
-    eval_every: int | None = typer.Option(
-        None, help="Steps between held-out scores, and the last step; needs --eval-corpus."
-    ),
-    checkpoint_every: int | None = typer.Option(
-        None,
-        help="Steps between checkpoints written under --output; the last step is always written.",
-    ),
-    keep_checkpoints: int | None = typer.Option(
-        None,
-        help="Keep only the newest this many checkpoints under --output, removing older ones as new ones are written.",
-    ),
-    device: str = typer.Option(..., help="The device to compute on: cpu, metal or cuda."),
-    ordinal: int | None = typer.Option(None, help="The GPU to use; required for metal and cuda."),
+    eval_corpus: Path | None = options.EVAL_CORPUS,
+    eval_every: int | None = options.EVAL_EVERY,
+    checkpoint_every: int | None = options.CHECKPOINT_EVERY,
+    keep_checkpoints: int | None = options.KEEP_CHECKPOINTS,
+    device: str = options.DEVICE,
+    ordinal: int | None = options.ORDINAL,
 ) -> None:
     """Train every weight of a model directory with AdamW on next-token cross-entropy."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.

@@ -24,6 +24,7 @@ from safetensors.torch import save_file
 
 from zrodlo.digest import file_sha256, json_sha256, write_json
 from zrodlo.model import ModelConfig, check_weights
+from zrodlo.output import is_partial
 from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import FILE_NAME as TOKENIZER_FILE
 from zrodlo.tokenizer import CharTokenizer
@@ -199,9 +200,21 @@ class Checkpoint:
 
 
 def read_checkpoint(path: Path) -> Checkpoint:
+    """Read a checkpoint whole, refusing a temporary a killed write left and a misnamed step."""
     if not path.is_dir():
         raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
+    if is_partial(path) and (path / TRAINER_FILE).is_file():
+        raise Refusal(
+            f"{path} is a temporary that a write left unfinished; only a checkpoint renamed into "
+            "place can be resumed"
+        )
     record, files = read_verified(path)
+    named = _STEP_NAME.fullmatch(path.name)
+    if named and named.group(1) != str(record.get("step")):
+        raise Refusal(
+            f"{path} records {record.get('step')} steps, not the {named.group(1)} its directory "
+            "name states"
+        )
     missing = [
         name for name in CHECKPOINT_FILES if name != TRAINER_FILE and name not in record["files"]
     ]

@@ -33,6 +33,11 @@ def json_sha256(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
+def json_text(value: Any) -> bytes:
+    """JSON for people to read (indented, UTF-8), ending in a newline."""
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def write_json(path: Path, value: Any) -> None:
-    """A JSON file for people to read (indented, UTF-8), ending in a newline."""
-    path.write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    """Write a JSON file for people to read into a directory still being built."""
+    path.write_bytes(json_text(value))

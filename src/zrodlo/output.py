@@ -52,6 +52,21 @@ def partial_name(path: Path) -> Path:
     return path.parent / f".{path.name}{_PARTIAL}{os.getpid()}"
 
 
+def is_partial(path: Path) -> bool:
+    """Whether `path` is a temporary that an output was (or is being) built under."""
+    head, marker, pid = path.name.rpartition(_PARTIAL)
+    return head.startswith(".") and bool(marker) and pid.isdigit()
+
+
+def remove_directory(path: Path) -> None:
+    """Delete a directory so that a kill midway never leaves it half there under its own name:
+    it is renamed to a temporary first, which the next run's clean-up removes if need be."""
+    doomed = partial_name(path)
+    os.rename(path, doomed)
+    sync_directory(path.absolute().parent)
+    shutil.rmtree(doomed)
+
+
 def remove_leftovers(path: Path) -> None:
     """Remove temporaries that killed processes left for this output."""
     prefix = f".{path.name}{_PARTIAL}"
@@ -78,8 +93,7 @@ def remove_stale_partials(directory: Path) -> None:
     """Remove every temporary in `directory` whose writing process no longer runs."""
     with contextlib.suppress(FileNotFoundError):
         for entry in directory.iterdir():
-            head, marker, pid = entry.name.rpartition(_PARTIAL)
-            if head.startswith(".") and marker and pid.isdigit() and not _running(int(pid)):
+            if is_partial(entry) and not _running(int(entry.name.rpartition(_PARTIAL)[2])):
                 if entry.is_dir() and not entry.is_symlink():
                     shutil.rmtree(entry, ignore_errors=True)
                 else:
@@ -139,3 +153,21 @@ def new_file(path: Path) -> Iterator[Path]:
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write `path` whole, replacing any earlier file: a synced temporary renamed over it, so a
+    reader sees the old bytes or the new ones, never half of them."""
+    path = Path(path)
+    remove_leftovers(path)
+    partial = partial_name(path)
+    try:
+        with open(partial, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    sync_directory(path.absolute().parent)

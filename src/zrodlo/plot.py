@@ -9,7 +9,6 @@ same numbers is the same file, which keeps DVC from seeing a change where there 
 from __future__ import annotations
 
 import math
-import os
 import struct
 import zlib
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zrodlo.output import partial_name, remove_leftovers, sync_directory
+from zrodlo.output import replace_file
 
 Color = tuple[int, int, int]
 
@@ -396,17 +395,4 @@ def line_chart(
 ) -> None:
     """Write a line chart of `series` to `path` as PNG, replacing the file whole (a temporary
     sibling renamed over it), so a reader never sees half a chart."""
-    data = encode_png(render_chart(series, title, x_label, y_label, width, height))
-    path = Path(path)
-    remove_leftovers(path)
-    partial = partial_name(path)
-    try:
-        with open(partial, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    sync_directory(path.absolute().parent)
+    replace_file(path, encode_png(render_chart(series, title, x_label, y_label, width, height)))

@@ -11,14 +11,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import shlex
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from zrodlo.corpus import MANIFEST_FILE
-from zrodlo.output import partial_name, remove_leftovers, sync_directory
+from zrodlo.output import replace_file
 from zrodlo.plot import Series, line_chart
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import STEPS_FILE, STEPS_HEADER
@@ -418,16 +417,5 @@ def render(
 
 
 def write_report(path: Path, markdown: str) -> None:
-    """Write the report, replacing any earlier one whole (a temporary sibling renamed over it)."""
-    remove_leftovers(path)
-    partial = partial_name(path)
-    try:
-        with open(partial, "w", encoding="utf-8") as handle:
-            handle.write(markdown)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    sync_directory(path.absolute().parent)
+    """Write the report, replacing any earlier one whole."""
+    replace_file(path, markdown.encode("utf-8"))

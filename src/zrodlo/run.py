@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import platform
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,7 +28,7 @@ from zrodlo.checkpoint import (
 from zrodlo.corpus import Corpus
 from zrodlo.device import describe
 from zrodlo.evaluate import score
-from zrodlo.output import check_parent, new_directory, remove_stale_partials
+from zrodlo.output import check_parent, new_directory, remove_directory, remove_stale_partials
 from zrodlo.plan import RunPlan
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import LEDGER_FILE, RunLog, StepRecord, last_record
@@ -201,7 +200,7 @@ def _keep_newest(output: Path, keep: int | None) -> None:
     checkpoints = checkpoints_in(output)
     for _, path in checkpoints[: max(len(checkpoints) - keep, 0)]:
         check_removable(path)
-        shutil.rmtree(path)
+        remove_directory(path)
 
 
 def note_checkpoint(output: Path, step: int, files: dict[str, str]) -> None:

@@ -34,6 +34,18 @@ def unknown_characters(tokenizer: CharTokenizer, prompt: str) -> list[str]:
     return list(dict.fromkeys(c for c, i in zip(prompt, ids.tolist(), strict=True) if i == UNK))
 
 
+def unknown_warning(tokenizer: CharTokenizer, prompt: str) -> str | None:
+    """The warning a prompt with characters the tokenizer does not know deserves, if any."""
+    unknown = unknown_characters(tokenizer, prompt)
+    if not unknown:
+        return None
+    shown = ", ".join(repr(c) for c in unknown)
+    return (
+        f"the prompt holds {len(unknown)} characters the tokenizer does not know ({shown}); "
+        "the model reads each as UNK"
+    )
+
+
 def choose(logits: np.ndarray, temperature: float, top_k: int | None, draw: float) -> int:
     """The token a uniform draw in [0, 1) picks from logits (V,) float32."""
     if temperature == 0:
