@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from zrodlo.chacha import GENERATOR
-from zrodlo.checkpoint import read_checkpoint, read_model, write_model
+from zrodlo.checkpoint import read_checkpoint, read_model, read_record, write_model
 from zrodlo.corpus import Corpus
 from zrodlo.digest import file_sha256, json_sha256
 from zrodlo.evaluate import score
@@ -581,7 +581,7 @@ def test_refuses_a_checkpoint_name_without_a_step_count(refused, old_checkpoint,
 
 def test_refuses_a_checkpoint_whose_record_states_another_step(refused, old_checkpoint):
     rewrite_record(old_checkpoint, step=7)
-    assert read_checkpoint(old_checkpoint).step == 7  # the record itself is consistent
+    assert read_record(old_checkpoint)["step"] == 7  # the record itself is consistent
     refused(f"{old_checkpoint} records 7 steps, not the 2 its directory name states", **KEEP)
 
 
