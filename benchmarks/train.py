@@ -269,7 +269,9 @@ def checkpoint_io(trainer: Trainer, model: Model, corpus: Corpus, work: Path, re
     count = iter(range(10**6))
 
     def write() -> Path:
-        path = directory / f"step-{next(count)}"
+        # Distinct names that are not step-<n>: the record's step belongs to the trainer, not to
+        # the copy a repetition writes.
+        path = directory / f"copy-{next(count)}"
         with new_directory(path) as partial:
             write_checkpoint(
                 partial, Model(path, model.config, model.tokenizer, weights), state, record

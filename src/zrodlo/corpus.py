@@ -44,7 +44,11 @@ class ContentDigest:
 
     def update(self, ids: list[str], tokens: np.ndarray, offsets: np.ndarray) -> None:
         """Add documents: ids (k,), their tokens flat (N,), offsets (k+1,) into tokens."""
-        data = np.ascontiguousarray(tokens, dtype="<u4")
+        # Token ids are never negative, so their int32 bytes are their u32 bytes: a view, not a
+        # copy (astype copies only on a big-endian machine).
+        data = (
+            np.ascontiguousarray(tokens, dtype=np.int32).view(np.uint32).astype("<u4", copy=False)
+        )
         for i, doc_id in enumerate(ids):
             encoded = doc_id.encode("utf-8")
             start, end = int(offsets[i]), int(offsets[i + 1])
@@ -56,6 +60,40 @@ class ContentDigest:
         return self._hash.hexdigest()
 
 
+class _WrittenDigest:
+    """The sha256 of a file that is still being written, taken over the bytes already on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._hash = hashlib.sha256()
+        self._done = 0
+
+    def update(self, end: int) -> None:
+        """Hash the file's bytes up to `end`, read back from the page cache."""
+        with open(self.path, "rb") as handle:
+            handle.seek(self._done)
+            while self._done < end:
+                chunk = handle.read(min(1 << 22, end - self._done))
+                self._hash.update(chunk)
+                self._done += len(chunk)
+
+    def finish(self) -> str:
+        self.update(self.path.stat().st_size)
+        return self._hash.hexdigest()
+
+
+def _hash_batch(
+    content: ContentDigest,
+    written: _WrittenDigest,
+    ids: list[str],
+    tokens: np.ndarray,
+    offsets: np.ndarray,
+    end: int,
+) -> None:
+    content.update(ids, tokens, offsets)
+    written.update(end)
+
+
 def prepare_corpus(
     documents: Path,
     tokenizer: CharTokenizer,
@@ -64,33 +102,38 @@ def prepare_corpus(
 ) -> dict:
     """Encode a documents file into the directory `output`; return the manifest written there.
 
-    Digests run on a second thread (hashlib releases the GIL), overlapping the encoding; at most one
-    batch waits to be hashed, so memory stays bounded by two batches whatever the input size.
+    Digests run on a second thread (hashlib releases the GIL), overlapping the encoding: the source
+    file, the content of each batch, and tokens.arrow as far as it is written. At most one batch waits
+    to be hashed, so memory stays bounded by two batches whatever the input size.
     """
     content = ContentDigest()
+    written = _WrittenDigest(output / TOKENS_FILE)
     count = characters = unknown = 0
-    with (
-        ThreadPoolExecutor(max_workers=2) as hashing,
-        pa.OSFile(str(output / TOKENS_FILE), "wb") as sink,
-        ipc.new_file(sink, SCHEMA) as writer,
-    ):
+    with ThreadPoolExecutor(max_workers=2) as hashing:
         source_digest = hashing.submit(file_sha256, documents)
         pending = None
-        for batch in batched(read_documents(documents), batch_characters):
-            ids = [document.id for document in batch]
-            tokens, sizes = tokenizer.encode_documents([document.text for document in batch])
-            offsets = np.zeros(len(sizes) + 1, dtype=np.int32)
-            np.cumsum(sizes, out=offsets[1:])
-            lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(tokens, pa.int32()))
-            writer.write_batch(pa.record_batch([pa.array(ids, pa.string()), lists], SCHEMA))
-            if pending is not None:
-                pending.result()
-            pending = hashing.submit(content.update, ids, tokens, offsets)
-            count += len(ids)
-            characters += len(tokens) - 2 * len(ids)
-            unknown += int(np.count_nonzero(tokens == UNK))
+        with (
+            pa.OSFile(str(written.path), "wb") as sink,
+            ipc.new_file(sink, SCHEMA) as writer,
+        ):
+            for batch in batched(read_documents(documents), batch_characters):
+                ids = [document.id for document in batch]
+                tokens, sizes = tokenizer.encode_documents([document.text for document in batch])
+                offsets = np.zeros(len(sizes) + 1, dtype=np.int32)
+                np.cumsum(sizes, out=offsets[1:])
+                lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(tokens, pa.int32()))
+                writer.write_batch(pa.record_batch([pa.array(ids, pa.string()), lists], SCHEMA))
+                if pending is not None:
+                    pending.result()
+                pending = hashing.submit(
+                    _hash_batch, content, written, ids, tokens, offsets, sink.tell()
+                )
+                count += len(ids)
+                characters += len(tokens) - 2 * len(ids)
+                unknown += int(np.count_nonzero(tokens == UNK))
         if pending is not None:
             pending.result()
+        tokens_digest = written.finish()
     if count == 0:
         raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
     manifest = {
@@ -104,7 +147,7 @@ def prepare_corpus(
         "unknown_tokens": unknown,
         "unknown_rate": unknown / characters,
         "source": {"path": str(documents), "sha256": source_digest.result()},
-        "tokens_sha256": file_sha256(output / TOKENS_FILE),
+        "tokens_sha256": tokens_digest,
     }
     write_json(output / MANIFEST_FILE, manifest)
     return manifest
