@@ -40,7 +40,7 @@ from zrodlo.checkpoint import read_checkpoint, read_model, read_record, write_mo
 from zrodlo.corpus import Corpus, prepare_corpus
 from zrodlo.model import ModelConfig, initial_weights
 from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, note_checkpoint, train
+from zrodlo.run import check_data, fresh_provenance, train
 from zrodlo.runlog import RunLog
 from zrodlo.tokenizer import CharTokenizer
 from zrodlo.trainer import Trainer
@@ -98,11 +98,7 @@ def build_runs(corpus_dir: Path, model_dir: Path, work: Path, stops: list[int]) 
     model, corpus = read_model(model_dir), Corpus.open(corpus_dir)
     table = check_data(corpus, model, CONTEXT)
     trainer = Trainer.start(plan(stops[-1]), model, corpus.tokens, table, CPU)
-    provenance = {
-        "seed": SEED,
-        "corpus_digest": corpus.digest,
-        "tokenizer_digest": model.tokenizer.digest,
-    }
+    provenance = fresh_provenance(model, corpus.digest, plan(stops[-1]))
     live = work / "live"
     done = 0
     started = time.perf_counter()
@@ -213,8 +209,9 @@ def main() -> None:
             files = read_record(run / f"step-{n}")["files"]
 
             def action() -> None:
-                note_checkpoint(run, n, files)
-                RunLog(run, n).close()
+                log = RunLog(run, n)
+                log.continue_from(n, files)
+                log.close()
 
             seconds = measure.timed(action)
             shutil.rmtree(run)
@@ -282,7 +279,7 @@ def main() -> None:
             for kind in ("new_directory", "run_directory")
         },
         "run_records_in_process": {
-            "what": "note_checkpoint + RunLog(run, done) on a copy of the run directory",
+            "what": "RunLog(run, done) and continue_from on a copy of the run directory",
             "ledger_lines": {str(n): ledger_lines[n] for n in stops},
             "seconds": {str(n): measure.summary(samples[f"run_records_{n}"]) for n in stops},
         },

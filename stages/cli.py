@@ -20,7 +20,7 @@ from stages import (
     tokenizer,
     train,
 )
-from zrodlo.refusal import Refusal
+from zrodlo.refusal import Refusal, cause
 
 app = typer.Typer(
     help="Reproducible, resumable training of small character-level language models.",
@@ -59,9 +59,18 @@ app.command("report")(report.report)
 
 
 def main() -> None:
-    """Run the command line; a refusal prints `Error: <sentence>` on stderr and exits 1."""
+    """Run the command line; a refusal prints `Error: <sentence>` on stderr and exits 1.
+
+    The library turns a write the operating system refuses into a sentence naming the output; any
+    other error of the operating system (a file that cannot be read, say) is said plainly here too,
+    never as a traceback.
+    """
     try:
         app()
     except Refusal as refusal:
         print(f"Error: {refusal.sentence}", file=sys.stderr)
+        sys.exit(1)
+    except OSError as error:
+        named = "" if error.filename is None else f" {error.filename}"
+        print(f"Error: the operating system refused{named}: {cause(error)}", file=sys.stderr)
         sys.exit(1)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from zrodlo.digest import json_text
-from zrodlo.output import replace_file
+from zrodlo.output import check_replaceable, replace_file
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import LEDGER_FILE, compare_ledgers, read_ledger
 
@@ -22,6 +22,8 @@ def diff(
     ),
 ) -> None:
     """Compare the ledgers of two runs on the steps both recorded; exit 1 where they part."""
+    if output is not None:
+        check_replaceable(output)
     ledgers = []
     for run in (first, second):
         if not (run / LEDGER_FILE).is_file():

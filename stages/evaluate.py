@@ -40,10 +40,12 @@ def evaluate(
     from zrodlo.digest import json_text
     from zrodlo.evaluate import score
     from zrodlo.model import GPT, parameter_count
-    from zrodlo.output import replace_file
+    from zrodlo.output import check_replaceable, replace_file
     from zrodlo.refusal import Refusal
     from zrodlo.run import check_data
 
+    if output is not None:
+        check_replaceable(output)
     loaded = read_model(model)
     window = context if context is not None else loaded.config.positions + 1
     if batch_size < 1:

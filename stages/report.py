@@ -38,7 +38,7 @@ def report(
     from zrodlo.checkpoint import TRAINER_FILE, read_model, read_record
     from zrodlo.device import resolve_device
     from zrodlo.model import GPT, parameter_count
-    from zrodlo.output import check_parent
+    from zrodlo.output import check_parent, directory_of_files
     from zrodlo.refusal import Refusal
     from zrodlo.report import (
         LEARNING_RATE_CHART,
@@ -131,8 +131,8 @@ def report(
         commands=[evaluate_command(scores, metrics, pools), sample_command, report_command],
     )
 
-    output.mkdir(exist_ok=True)
-    loss_chart, rate_chart = write_charts(steps, output)
-    report_file = output / REPORT_FILE
-    write_report(report_file, markdown)
+    with directory_of_files(output):
+        loss_chart, rate_chart = write_charts(steps, output)
+        report_file = output / REPORT_FILE
+        write_report(report_file, markdown)
     typer.echo(f"wrote {report_file}, {loss_chart} and {rate_chart}")

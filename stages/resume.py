@@ -35,15 +35,7 @@ def resume(
     from zrodlo.device import check_device, resolve_device
     from zrodlo.plan import RunPlan
     from zrodlo.refusal import Refusal
-    from zrodlo.run import (
-        check_data,
-        check_held_out,
-        check_outputs,
-        match_environment,
-        note_checkpoint,
-        open_held_out,
-        train,
-    )
+    from zrodlo.run import check_data, check_held_out, match_environment, open_held_out, train
     from zrodlo.trainer import Trainer
 
     state = read_checkpoint(checkpoint)
@@ -86,17 +78,19 @@ def resume(
     held_out = open_held_out(eval_corpus, state.model, plan.context)
     check_device(device, ordinal, plan.precision)
     target = resolve_device(device, ordinal, plan.precision)
-    check_outputs(output, plan, done)
     for warning in match_environment(checkpoint, record.get("environment", {})):
         print(f"warning: {warning}", file=sys.stderr)
     trainer = Trainer.restore(plan, state, data.tokens, table, target)
-    provenance = {
-        "seed": plan.seed,
-        "corpus_digest": data.digest,
-        "tokenizer_digest": state.model.tokenizer.digest,
-    }
-    output.mkdir(exist_ok=True)
-    note_checkpoint(output, done, record["files"])
     with step_display(done, steps) as on_step:
-        written = train(trainer, plan, done, output, state.model, provenance, held_out, on_step)
+        written = train(
+            trainer,
+            plan,
+            done,
+            output,
+            state.model,
+            state.provenance,
+            held_out,
+            on_step,
+            continues=record["files"],
+        )
     typer.echo(f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}")

@@ -88,7 +88,7 @@ def train_command(
     from zrodlo.corpus import Corpus
     from zrodlo.device import check_device, resolve_device
     from zrodlo.plan import RunPlan
-    from zrodlo.run import check_data, check_held_out, check_outputs, open_held_out, train
+    from zrodlo.run import check_data, check_held_out, fresh_provenance, open_held_out, train
     from zrodlo.trainer import Trainer
 
     plan = RunPlan(
@@ -123,13 +123,8 @@ def train_command(
     held_out = open_held_out(eval_corpus, start, context)
     check_device(device, ordinal, precision)
     target = resolve_device(device, ordinal, precision)
-    check_outputs(output, plan, done=0)
     trainer = Trainer.start(plan, start, data.tokens, table, target)
-    provenance = {
-        "seed": seed,
-        "corpus_digest": data.digest,
-        "tokenizer_digest": start.tokenizer.digest,
-    }
+    provenance = fresh_provenance(start, data.digest, plan)
     with step_display(0, steps) as on_step:
         written = train(trainer, plan, 0, output, start, provenance, held_out, on_step)
     typer.echo(f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}")

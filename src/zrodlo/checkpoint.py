@@ -2,8 +2,8 @@
 
 A model directory holds config.json, tokenizer.json and model.safetensors. A checkpoint `step-<n>/`
 adds optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json (the
-step, the run's hyperparameters, seed, generator, corpus and tokenizer digests, environment and the
-sha256 of every other file). trainer.json also carries the sha256 of its own canonical content, so
+step, the run it belongs to, the run's hyperparameters, seed, generator, corpus and tokenizer
+digests, environment and the sha256 of every other file). trainer.json also carries the sha256 of its own canonical content, so
 an edited value is caught like an edited weight. No pickle anywhere: loading a stranger's checkpoint
 never runs code.
 """
@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
-from safetensors.torch import save_file
+from safetensors.torch import save as safetensors_bytes
 
-from zrodlo.digest import file_sha256, json_sha256, write_json
+from zrodlo.digest import json_sha256, write_json
 from zrodlo.model import ModelConfig, check_weights
 from zrodlo.output import is_partial
 from zrodlo.refusal import Refusal
@@ -35,7 +35,10 @@ OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_FILE = "trainer.json"
 MODEL_FILES = (CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE)
 CHECKPOINT_FILES = (*MODEL_FILES, OPTIMIZER_FILE, TRAINER_FILE)
-TRAINER_FORMAT = 1
+# 2: the record names the run it belongs to (`run`), which format 1 did not.
+TRAINER_FORMAT = 2
+# What a checkpoint records of where its run came from; a resumed run records the same.
+PROVENANCE = ("run", "seed", "corpus_digest", "tokenizer_digest")
 _STEP_NAME = re.compile(r"step-(.*)")
 
 
@@ -45,9 +48,25 @@ def checkpoint_name(step: int) -> str:
 
 
 def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> str:
-    """Write tensors as safetensors; return the file's sha256."""
-    save_file({name: t.detach().contiguous().cpu() for name, t in tensors.items()}, path)
-    return file_sha256(path)
+    """Write tensors as safetensors; return the file's sha256.
+
+    The bytes are built in memory and written here, so a full disk is an OSError naming the file,
+    and the digest is taken of what was written without reading it back.
+    """
+    data = safetensors_bytes({name: t.detach().contiguous().cpu() for name, t in tensors.items()})
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def weights_sha256(weights: dict[str, torch.Tensor]) -> str:
+    """sha256 of weights by content: each tensor's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(weights):
+        tensor = weights[name].detach().contiguous().cpu()
+        digest.update(f"{name}|{tensor.dtype}|{list(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def read_tensors(path: Path, data: bytes | None = None) -> dict[str, torch.Tensor]:
@@ -64,7 +83,7 @@ def write_model(
     """Write the three files of a model directory; return their sha256 by file name."""
     write_json(directory / CONFIG_FILE, config.to_json())
     tokenizer.save(directory)
-    digests = {name: file_sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
+    digests = {name: _sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
     digests[WEIGHTS_FILE] = write_tensors(directory / WEIGHTS_FILE, weights)
     return digests
 
@@ -101,6 +120,11 @@ def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
     if not path.is_dir():
         raise Refusal(
             f"{path} is not a directory; a model directory holds {', '.join(MODEL_FILES)}"
+        )
+    if is_partial(path):
+        raise Refusal(
+            f"{path} is a temporary that a write left unfinished; only a model directory or "
+            "checkpoint renamed into place can be read"
         )
     if verified is None and (path / TRAINER_FILE).exists():
         verified = read_verified(path)[1]
@@ -181,6 +205,10 @@ def read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
     return record, {name: data for name, (data, _) in contents.items()}
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _read_hashed(path: Path) -> tuple[bytes, str]:
     data = path.read_bytes()
     return data, hashlib.sha256(data).hexdigest()
@@ -197,6 +225,11 @@ class Checkpoint:
     @property
     def step(self) -> int:
         return int(self.record["step"])
+
+    @property
+    def provenance(self) -> dict:
+        """Where the checkpoint's run came from, as its continuation records it too."""
+        return {key: self.record.get(key) for key in PROVENANCE}
 
 
 def read_checkpoint(path: Path) -> Checkpoint:
@@ -222,16 +255,22 @@ def read_checkpoint(path: Path) -> Checkpoint:
         raise Refusal(
             f"{path / TRAINER_FILE} does not list {missing[0]}; the checkpoint is incomplete"
         )
+    if not isinstance(record.get("run"), str):
+        raise Refusal(
+            f"{path / TRAINER_FILE} names no run it belongs to; the checkpoint is incomplete"
+        )
     model = read_model(path, files)
     optimizer_state = read_tensors(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
     return Checkpoint(model, optimizer_state, record)
 
 
-def check_removable(path: Path) -> None:
-    """Refuse to delete a directory under a run unless it is a checkpoint Zrodlo wrote whole."""
+def check_removable(path: Path, run: str | None = None) -> dict:
+    """Refuse to delete a directory under a run unless it is a checkpoint Zrodlo wrote whole, and,
+    given `run`, one of that run: retention removes only the checkpoints of the run being written.
+    Return its verified trainer.json (an empty dict for a directory not named like a checkpoint)."""
     match = _STEP_NAME.fullmatch(path.name)
     if match is None:
-        return
+        return {}
     name = match.group(1)
     if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name.startswith("0")):
         raise Refusal(f"{path} is named like a checkpoint, but {name} is no step count")
@@ -247,6 +286,18 @@ def check_removable(path: Path) -> None:
                 f"{path} holds {entry.name}, which Zrodlo does not write into a checkpoint "
                 "directory; move it out, then delete the checkpoint again"
             )
+    if run is not None:
+        check_run_of(path, record, run)
+    return record
+
+
+def check_run_of(path: Path, record: dict, run: str) -> None:
+    """Refuse a checkpoint whose verified record names another run than `run`."""
+    if record.get("run") != run:
+        raise Refusal(
+            f"{path} belongs to run {record.get('run')}, and the run written into {path.parent} "
+            f"is {run}; retention removes only its own run's checkpoints, so move it out"
+        )
 
 
 def checkpoints_in(run: Path) -> list[tuple[int, Path]]:

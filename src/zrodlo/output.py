@@ -3,7 +3,8 @@
 A command that refuses leaves nothing behind, and a crash never leaves something that looks complete:
 the final name appears only through an atomic rename of a fully written and synced directory or file.
 Leftover temporaries of a killed process are named `.<name>.partial-<pid>` and are removed the next time
-the same output is written.
+the same output is written. A write the operating system refuses (a full disk, a read-only
+directory) removes its temporary and raises a `WriteFailure` that names the output, not the temporary.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from zrodlo.refusal import Refusal
+from zrodlo.refusal import Refusal, WriteFailure
 
 _PARTIAL = ".partial-"
 
@@ -37,6 +38,14 @@ def check_new_file(path: Path) -> None:
     check_parent(path)
 
 
+def check_replaceable(path: Path) -> None:
+    """Refuse a file output that `replace_file` could not put in place: a directory, or a missing
+    parent."""
+    if path.is_dir():
+        raise Refusal(f"{path} is a directory; Zrodlo writes a file there, so name a file")
+    check_parent(path)
+
+
 def check_parent(path: Path) -> None:
     """Refuse an output whose parent directory does not exist."""
     parent = path.absolute().parent
@@ -45,6 +54,23 @@ def check_parent(path: Path) -> None:
             f"{path} cannot be written: its parent {path.parent} does not exist; "
             "Zrodlo creates only the output itself, so create the parent first"
         )
+
+
+@contextlib.contextmanager
+def directory_of_files(path: Path) -> Iterator[Path]:
+    """A directory that files are replaced in, created if missing; if it was created here and the
+    block fails, it is removed again, so a failed write leaves no empty directory behind."""
+    created = not path.exists()
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError as error:
+        raise WriteFailure(path, error) from None
+    try:
+        yield path
+    except BaseException:
+        if created:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 def partial_name(path: Path) -> Path:
@@ -118,6 +144,21 @@ def _sync_tree(root: Path) -> None:
         sync_directory(directory)
 
 
+def _discard(partial: Path) -> None:
+    """Remove a temporary file, if the file system lets it (a read-only one may not)."""
+    with contextlib.suppress(OSError):
+        partial.unlink(missing_ok=True)
+
+
+def _refused_write(error: BaseException, temporary: Path) -> bool:
+    """Whether `error` is the operating system refusing a write under `temporary` (an error naming
+    another file, an input read inside the block, passes through as it is)."""
+    if not isinstance(error, OSError) or isinstance(error, WriteFailure):
+        return False
+    named = error.filename
+    return named is None or Path(named).absolute().is_relative_to(temporary.absolute())
+
+
 @contextlib.contextmanager
 def new_directory(path: Path) -> Iterator[Path]:
     """Yield an empty temporary directory that becomes `path` when the block ends without error.
@@ -127,14 +168,16 @@ def new_directory(path: Path) -> Iterator[Path]:
     check_new_directory(path)
     remove_leftovers(path)
     partial = partial_name(path)
-    partial.mkdir()
     try:
+        partial.mkdir()
         yield partial
         _sync_tree(partial)
         os.rename(partial, path)
         sync_directory(path.absolute().parent)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(partial, ignore_errors=True)
+        if _refused_write(error, partial):
+            raise WriteFailure(path, error) from None
         raise
 
 
@@ -150,8 +193,10 @@ def new_file(path: Path) -> Iterator[Path]:
             os.fsync(handle.fileno())
         os.rename(partial, path)
         sync_directory(path.absolute().parent)
-    except BaseException:
-        partial.unlink(missing_ok=True)
+    except BaseException as error:
+        _discard(partial)
+        if _refused_write(error, partial):
+            raise WriteFailure(path, error) from None
         raise
 
 
@@ -159,6 +204,7 @@ def replace_file(path: Path, data: bytes) -> None:
     """Write `path` whole, replacing any earlier file: a synced temporary renamed over it, so a
     reader sees the old bytes or the new ones, never half of them."""
     path = Path(path)
+    check_replaceable(path)
     remove_leftovers(path)
     partial = partial_name(path)
     try:
@@ -167,7 +213,10 @@ def replace_file(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(partial, path)
+        sync_directory(path.absolute().parent)
+    except OSError as error:
+        _discard(partial)
+        raise WriteFailure(path, error) from None
     except BaseException:
-        partial.unlink(missing_ok=True)
+        _discard(partial)
         raise
-    sync_directory(path.absolute().parent)

@@ -1,4 +1,25 @@
-"""The one exception a refusal raises: it carries the sentence the user reads after `Error: `."""
+"""The one exception a refusal raises: it carries the sentence the user reads after `Error: `.
+
+`WriteFailure` is the refusal of the operating system rather than of Zrodlo (a full disk, a
+read-only directory): its sentence names the output that could not be written and why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+# How pyarrow, which sets no errno on the OSError it raises, states the system's error number.
+_STATED_ERRNO = re.compile(r"\[errno (\d+)\]")
+
+
+def cause(error: OSError) -> str:
+    """The operating system's own words for what went wrong: "No space left on device"."""
+    stated = _STATED_ERRNO.search(str(error))
+    if stated:
+        return os.strerror(int(stated.group(1)))
+    return error.strerror or str(error)
 
 
 class Refusal(Exception):
@@ -7,3 +28,13 @@ class Refusal(Exception):
     def __init__(self, sentence: str) -> None:
         super().__init__(sentence)
         self.sentence = sentence
+
+
+class WriteFailure(Refusal):
+    """An output the operating system would not let Zrodlo write; what it half wrote is removed."""
+
+    def __init__(self, path: Path, error: OSError, then: str | None = None) -> None:
+        sentence = f"{path} cannot be written: {cause(error)}"
+        super().__init__(sentence if then is None else f"{sentence}; {then}")
+        self.path = path
+        self.error = error

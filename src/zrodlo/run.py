@@ -1,14 +1,13 @@
 """A training run from checked inputs to its last checkpoint: the loop of updates, held-out
 scores, atomic checkpoints, retention of the newest ones, and the run's per-step records.
 
-`check_outputs` refuses, before anything is written, every planned checkpoint that exists and every
-old checkpoint that retention would delete but cannot vouch for. Model train and checkpoint resume
-both run through here, so they write the same files in the same way.
+The run directory is claimed first (`zrodlo.rundir`): locked, and refused where the run would
+overwrite, cut or delete what it should not, before anything is written. Model train and checkpoint
+resume both run through here, so they write the same files in the same way.
 """
 
 from __future__ import annotations
 
-import json
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -28,10 +27,11 @@ from zrodlo.checkpoint import (
 from zrodlo.corpus import Corpus
 from zrodlo.device import describe
 from zrodlo.evaluate import score
-from zrodlo.output import check_parent, new_directory, remove_directory, remove_stale_partials
+from zrodlo.output import new_directory, remove_directory
 from zrodlo.plan import RunPlan
-from zrodlo.refusal import Refusal
-from zrodlo.runlog import LEDGER_FILE, RunLog, StepRecord, last_record
+from zrodlo.refusal import Refusal, WriteFailure
+from zrodlo.rundir import RUN_FORMAT, claim, run_identity
+from zrodlo.runlog import RunLog, StepRecord
 from zrodlo.trainer import Trainer
 from zrodlo.windows import WindowTable, build_windows
 
@@ -111,24 +111,15 @@ def match_environment(checkpoint: Path, recorded: dict) -> list[str]:
     return warnings
 
 
-def check_outputs(output: Path, plan: RunPlan, done: int) -> None:
-    """Refuse a run whose writes would overwrite or delete what it should not, before any write."""
-    if output.exists() and not output.is_dir():
-        raise Refusal(
-            f"{output} exists and is not a directory; a run writes its checkpoints into a directory"
-        )
-    if not output.exists():
-        check_parent(output)
-        return
-    for step in plan.checkpoint_steps(done):
-        planned = output / checkpoint_name(step)
-        if planned.exists() or planned.is_symlink():
-            raise Refusal(
-                f"{planned} already exists; Zrodlo writes a new directory and overwrites nothing"
-            )
-    if plan.keep_checkpoints is not None:
-        for _, path in checkpoints_in(output):
-            check_removable(path)
+def fresh_provenance(start: Model, corpus_digest: str, plan: RunPlan) -> dict:
+    """Where a fresh run comes from, as every trainer.json of it records: the run's identity, seed,
+    and the corpus and tokenizer digests. A resumed run takes its checkpoint's instead."""
+    return {
+        "run": run_identity(GENERATOR, start, corpus_digest, plan),
+        "seed": plan.seed,
+        "corpus_digest": corpus_digest,
+        "tokenizer_digest": start.tokenizer.digest,
+    }
 
 
 def train(
@@ -140,78 +131,83 @@ def train(
     provenance: dict,
     held_out: HeldOut | None = None,
     on_step: Callable[[StepRecord], None] = lambda record: None,
+    continues: dict[str, str] | None = None,
 ) -> list[Path]:
     """Run updates done..plan.steps-1, writing checkpoints into `output`; return those written.
 
-    `provenance` (seed, corpus and tokenizer digests) goes into every trainer.json.
+    `provenance` (run, seed, corpus and tokenizer digests) goes into run.json and every
+    trainer.json; `continues` holds the file digests of the checkpoint a resume starts from.
     """
-    output.mkdir(exist_ok=True)
-    remove_stale_partials(output)  # what a killed run left half-written is never a checkpoint
-    log = RunLog(output, done)
+    run = {"format_version": RUN_FORMAT, "generator": GENERATOR, **provenance}
+    run["hyperparameters"] = plan.hyperparameters()
+    record_base = {key: value for key, value in run.items() if key != "format_version"}
+    record_base["environment"] = environment(trainer.device)
     written: list[Path] = []
     planned = set(plan.checkpoint_steps(done))
-    record_base = {
-        "generator": GENERATOR,
-        **provenance,
-        "hyperparameters": plan.hyperparameters(),
-        "environment": environment(trainer.device),
-    }
-    try:
-        for n in range(done, plan.steps):
-            record = trainer.step(n)
-            if held_out is not None and plan.scores_at(record.step):
-                held = score(
-                    trainer.model,
-                    held_out.tokens,
-                    held_out.table,
-                    plan.micro_batch,
-                    trainer.device,
-                    plan.precision,
-                )
-                record = replace(record, eval_loss=held.loss)
-            # The records of a step go down before its checkpoint: the log always reaches at least
-            # as far as the newest checkpoint, and a resume drops what lies beyond it.
-            log.step(record)
-            on_step(record)
-            if record.step in planned:
-                trainer.check_finite(record.step)
-                path = output / checkpoint_name(record.step)
-                files = _write_checkpoint(
-                    path, trainer, model, {**record_base, "step": record.step}
-                )
-                log.checkpoint(record.step, files)
-                written.append(path)
-                _keep_newest(output, plan.keep_checkpoints)
-    finally:
-        log.close()
+    reached = done
+    with claim(output, run, plan, done):
+        log = RunLog(output, done)
+        try:
+            if continues is not None:
+                log.continue_from(done, continues)
+            for n in range(done, plan.steps):
+                record = trainer.step(n)
+                reached = record.step
+                if held_out is not None and plan.scores_at(record.step):
+                    held = score(
+                        trainer.model,
+                        held_out.tokens,
+                        held_out.table,
+                        plan.micro_batch,
+                        trainer.device,
+                        plan.precision,
+                    )
+                    record = replace(record, eval_loss=held.loss)
+                # The records of a step go down before its checkpoint: the log always reaches at
+                # least as far as the newest checkpoint, and a resume drops what lies beyond it.
+                log.step(record)
+                on_step(record)
+                if record.step in planned:
+                    trainer.check_finite(record.step)
+                    path = output / checkpoint_name(record.step)
+                    files = _write_checkpoint(
+                        path, trainer, model, {**record_base, "step": record.step}, log
+                    )
+                    log.checkpoint(record.step, files)
+                    written.append(path)
+                    _keep_newest(output, plan.keep_checkpoints, provenance["run"])
+        except WriteFailure as failure:
+            raise WriteFailure(failure.path, failure.error, _stopped(output, reached)) from None
+        finally:
+            log.close()
     return written
 
 
-def _write_checkpoint(path: Path, trainer: Trainer, model: Model, record: dict) -> dict[str, str]:
+def _stopped(output: Path, step: int) -> str:
+    """What a run that could not write says of where it stopped and how it continues."""
+    checkpoints = checkpoints_in(output)
+    if not checkpoints:
+        return f"the run stopped at step {step}, before its first checkpoint"
+    return (
+        f"the run stopped at step {step}, and its newest checkpoint {checkpoints[-1][1]} "
+        "continues it with zrodlo checkpoint resume"
+    )
+
+
+def _write_checkpoint(
+    path: Path, trainer: Trainer, model: Model, record: dict, log: RunLog
+) -> dict[str, str]:
     current = Model(path, model.config, model.tokenizer, trainer.weights())
     with new_directory(path) as partial:
         written = write_checkpoint(partial, current, trainer.optimizer_state(), record)
+        log.sync()  # the records the checkpoint continues reach the disk before it appears
     return written["files"]
 
 
-def _keep_newest(output: Path, keep: int | None) -> None:
+def _keep_newest(output: Path, keep: int | None, run: str) -> None:
     if keep is None:
         return
     checkpoints = checkpoints_in(output)
     for _, path in checkpoints[: max(len(checkpoints) - keep, 0)]:
-        check_removable(path)
+        check_removable(path, run)
         remove_directory(path)
-
-
-def note_checkpoint(output: Path, step: int, files: dict[str, str]) -> None:
-    """Make sure a continued run's ledger records the checkpoint it continues from.
-
-    After the ledger is cut back to `step`, that checkpoint's entry, if written, is its last line.
-    """
-    log = RunLog(output, step)
-    try:
-        last = last_record(output / LEDGER_FILE)
-        if not (last and json.loads(last) == {"step": step, "checkpoint": files}):
-            log.checkpoint(step, files)
-    finally:
-        log.close()

@@ -9,17 +9,22 @@
 
 steps.csv, held_out.csv and ledger.jsonl hold only what the run's plan determines, so a resumed run writes the
 same lines as the run that was never interrupted. When a run continues in the directory it was
-killed in, the lines past the checkpoint it continues from are dropped first.
+killed in, the lines past the checkpoint it continues from are dropped first. The records are
+synced before each checkpoint is renamed into place, so a checkpoint that survives a power cut
+never points past the records it continues.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from zrodlo.refusal import Refusal, WriteFailure
 
 STEPS_FILE = "steps.csv"
 LEDGER_FILE = "ledger.jsonl"
@@ -110,12 +115,16 @@ class RunLog:
             (HELD_OUT_FILE, HELD_OUT_HEADER, _csv_step),
         ):
             path = run / name
-            if path.exists():
-                _truncate_after(path, done, step_of)
-            handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-            if header and handle.tell() == 0:
-                handle.write(header + "\n")
+            try:
+                if path.exists():
+                    _truncate_after(path, done, step_of)
+                handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            except OSError as error:
+                self.close()
+                raise WriteFailure(path, error) from None
             self._files[name] = handle
+            if header and handle.tell() == 0:
+                self._write(name, header)
 
     def step(self, record: StepRecord) -> None:
         eval_loss = "" if record.eval_loss is None else repr(record.eval_loss)
@@ -142,20 +151,54 @@ class RunLog:
         """Record the digests of a checkpoint's state files, once it is complete on disk."""
         self._write(LEDGER_FILE, json.dumps({"step": step, "checkpoint": files}))
 
+    def continue_from(self, step: int, files: dict[str, str]) -> None:
+        """Make sure the ledger records the checkpoint a continued run starts from: once the
+        ledger is cut back to `step`, that checkpoint's entry, if it was written, is its last line."""
+        last = last_record(Path(self._files[LEDGER_FILE].name))
+        if not (last and json.loads(last) == {"step": step, "checkpoint": files}):
+            self.checkpoint(step, files)
+
+    def sync(self) -> None:
+        """Put every record written so far on disk, before a checkpoint that relies on them."""
+        for handle in self._files.values():
+            try:
+                os.fsync(handle.fileno())
+            except OSError as error:
+                raise WriteFailure(Path(handle.name), error) from None
+
     def _write(self, name: str, line: str) -> None:
         handle = self._files[name]
-        handle.write(line + "\n")
-        handle.flush()
+        try:
+            handle.write(line + "\n")
+            handle.flush()
+        except OSError as error:
+            raise WriteFailure(Path(handle.name), error) from None
 
     def close(self) -> None:
         for handle in self._files.values():
-            handle.close()
+            # A record the disk would not take is dropped here; a resume cuts any half line.
+            with contextlib.suppress(OSError):
+                handle.close()
 
 
 def read_ledger(path: Path) -> list[dict]:
+    """The entries of a ledger; a last line without its newline, which a killed run leaves
+    half-written, is not an entry (a resume cuts it off too)."""
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    lines = path.read_bytes().split(b"\n")
+    entries = []
+    for number, line in enumerate(lines[:-1], start=1):  # lines[-1]: after the last newline
+        try:
+            entry = json.loads(line)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise Refusal(
+                f"{path} line {number} does not load as a ledger entry: {error}"
+            ) from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+            raise Refusal(f"{path} line {number} does not load as a ledger entry: it names no step")
+        entries.append(entry)
+    return entries
 
 
 @dataclass(frozen=True)

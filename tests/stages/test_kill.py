@@ -24,7 +24,7 @@ import torch
 from zrodlo.checkpoint import read_checkpoint, read_model
 from zrodlo.corpus import Corpus
 from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, train
+from zrodlo.run import check_data, fresh_provenance, train
 from zrodlo.trainer import Trainer
 
 FULL = os.environ.get("ZRODLO_FULL_TESTS") == "1"
@@ -37,7 +37,7 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 KILL_SEED = 20261129
 CHECKPOINT = re.compile(r"step-(\d+)")
 TEMPORARY = re.compile(r"\.step-(\d+)\.partial-(\d+)")
-RECORDS = {"steps.csv", "ledger.jsonl", "timing.csv", "held_out.csv"}
+RECORDS = {"run.json", "steps.csv", "ledger.jsonl", "timing.csv", "held_out.csv"}
 
 
 @dataclass(frozen=True)
@@ -283,11 +283,7 @@ def test_a_kill_while_retention_deletes_an_old_checkpoint_leaves_only_whole_chec
     model, corpus = read_model(dropout_model), Corpus.open(training_data.corpus)
     table = check_data(corpus, model, plan.context)
     trainer = Trainer.start(plan, model, corpus.tokens, table, torch.device("cpu"))
-    provenance = {
-        "seed": plan.seed,
-        "corpus_digest": corpus.digest,
-        "tokenizer_digest": model.tokenizer.digest,
-    }
+    provenance = fresh_provenance(model, corpus.digest, plan)
 
     def killed_after_the_first_file(path, *args, **kwargs):
         os.unlink(next(os.scandir(path)).path)
@@ -304,3 +300,64 @@ def test_a_kill_while_retention_deletes_an_old_checkpoint_leaves_only_whole_chec
     args = resume_args(run / "step-3", training_data.corpus, run, 4, {"--keep-checkpoints": 2})
     finish(start_zrodlo(*args, "--checkpoint-every", 1, cwd=tmp_path))
     assert whole_checkpoints(run) == [3, 4]
+
+
+# A kill inside retention, in the directory of a second run: a resume of the first run's
+# checkpoint into a new directory, which keeps one checkpoint and so deletes the one before it
+# after every write. Whatever the kill cuts short there, the first run's directory is untouched and
+# the second run continues to the first run's result.
+
+
+def kill_inside_retention(run: Path, process: subprocess.Popen) -> Path | None:
+    """Kill `process` while it deletes an old checkpoint of `run`: once an older step's temporary
+    sits beside a newer checkpoint (a write's temporary is always the newest step). The temporary,
+    or None if the process ended first."""
+    while process.poll() is None:
+        entries = [entry.name for entry in os.scandir(run)] if run.exists() else []
+        newest = max(
+            (int(m.group(1)) for n in entries if (m := CHECKPOINT.fullmatch(n))), default=0
+        )
+        for name in entries:
+            match = TEMPORARY.fullmatch(name)
+            if match and int(match.group(1)) < newest:
+                process.send_signal(signal.SIGKILL)
+                process.communicate()
+                return run / name
+        time.sleep(0.0001)
+    process.communicate()
+    return None
+
+
+@pytest.mark.slow
+def test_a_kill_during_retention_in_a_second_runs_directory_spares_the_first_run(
+    tmp_path, large_model, training_data, train_args, resume_args, start_zrodlo, snapshot
+):
+    corpus, first = training_data.corpus, tmp_path / "first"
+    finish(
+        start_zrodlo(
+            *train_args(large_model, corpus, first, 8, EVERY_STEP), cwd=tmp_path, env=ONE_THREAD
+        )
+    )
+    before = snapshot(first)
+    keep = {**EVERY_STEP, "--keep-checkpoints": 1}
+    for attempt in range(10):
+        second = tmp_path / f"second-{attempt}"
+        args = resume_args(first / "step-2", corpus, second, 8, keep)
+        temporary = kill_inside_retention(second, start_zrodlo(*args, cwd=tmp_path, env=ONE_THREAD))
+        if temporary is not None and temporary.exists():
+            break
+    else:
+        pytest.fail("no kill landed inside a retention in 10 runs")
+
+    assert snapshot(first) == before
+    steps = whole_checkpoints(second)
+    assert steps and steps[-1] < 8
+    args = resume_args(second / f"step-{steps[-1]}", corpus, second, 8, keep)
+    finish(start_zrodlo(*args, cwd=tmp_path, env=ONE_THREAD))
+    assert whole_checkpoints(second) == [8]
+    assert not temporary.exists()
+    for name in ("model.safetensors", "optimizer.safetensors"):
+        assert (second / "step-8" / name).read_bytes() == (first / "step-8" / name).read_bytes()
+    rows = (first / "steps.csv").read_text().splitlines(keepends=True)
+    assert (second / "steps.csv").read_text() == "".join([rows[0], *rows[3:]])
+    assert snapshot(first) == before

@@ -55,7 +55,7 @@ CHECKPOINT_FILES = [
     "tokenizer.json",
     "trainer.json",
 ]
-LOGS = ["held_out.csv", "ledger.jsonl", "steps.csv", "timing.csv"]
+LOGS = ["held_out.csv", "ledger.jsonl", "run.json", "steps.csv", "timing.csv"]
 
 
 def training_args(data, output: Path, steps: int = 2, **changes: object) -> list[object]:

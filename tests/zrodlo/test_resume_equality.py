@@ -28,7 +28,7 @@ from zrodlo.checkpoint import (
 from zrodlo.corpus import Corpus
 from zrodlo.model import ModelConfig, initial_weights
 from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, note_checkpoint, open_held_out, train
+from zrodlo.run import check_data, fresh_provenance, open_held_out, train
 from zrodlo.runlog import LEDGER_FILE, STEPS_FILE, StepRecord, read_ledger
 from zrodlo.tokenizer import CharTokenizer
 from zrodlo.trainer import Trainer
@@ -132,11 +132,7 @@ def examples(draw) -> Example:
 
 
 def provenance(plan: RunPlan, corpus: Corpus, model: Model) -> dict:
-    return {
-        "seed": plan.seed,
-        "corpus_digest": corpus.digest,
-        "tokenizer_digest": model.tokenizer.digest,
-    }
+    return fresh_provenance(model, corpus.digest, plan)
 
 
 def run_from_scratch(
@@ -167,9 +163,15 @@ def resume(
     table = check_data(corpus, state.model, plan.context)
     held = open_held_out(held_out if plan.eval_every else None, state.model, plan.context)
     trainer = Trainer.restore(plan, state, corpus.tokens, table, CPU)
-    note_checkpoint(output, state.step, state.record["files"])
     train(
-        trainer, plan, state.step, output, state.model, provenance(plan, corpus, state.model), held
+        trainer,
+        plan,
+        state.step,
+        output,
+        state.model,
+        state.provenance,
+        held,
+        continues=state.record["files"],
     )
 
 
