@@ -45,7 +45,7 @@ from zrodlo.corpus import Corpus, prepare_corpus
 from zrodlo.model import GPT, ModelConfig, initial_weights
 from zrodlo.output import new_directory
 from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, environment
+from zrodlo.run import check_data, environment, fresh_provenance
 from zrodlo.tokenizer import CharTokenizer
 from zrodlo.trainer import Trainer
 
@@ -257,9 +257,7 @@ def checkpoint_io(trainer: Trainer, model: Model, corpus: Corpus, work: Path, re
     weights, state = trainer.weights(), trainer.optimizer_state()
     record = {
         "generator": GENERATOR,
-        "seed": SEED,
-        "corpus_digest": corpus.digest,
-        "tokenizer_digest": model.tokenizer.digest,
+        **fresh_provenance(model, corpus.digest, trainer.plan),
         "hyperparameters": trainer.plan.hyperparameters(),
         "environment": environment(CPU),
         "step": int(max(entry["step"] for entry in trainer.optimizer.state.values())),
