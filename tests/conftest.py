@@ -180,6 +180,31 @@ def assert_refused_in_process(
     return check
 
 
+def _small_plan(**changes: object):
+    """A RunPlan for the tiny corpus of `training_data` (8 windows at context 9), with changes."""
+    from zrodlo.plan import RunPlan
+
+    values: dict[str, object] = {
+        "steps": 3,
+        "context": 9,
+        "batch_size": 4,
+        "learning_rate": 0.01,
+        "beta1": 0.9,
+        "beta2": 0.99,
+        "epsilon": 1e-8,
+        "weight_decay": 0.1,
+        "decay_scope": "matrices",
+        "seed": 11,
+        "precision": "f32",
+    }
+    return RunPlan(**{**values, **changes})
+
+
+@pytest.fixture(scope="session")
+def small_plan() -> Callable[..., object]:
+    return _small_plan
+
+
 # resume fixtures
 
 # `zrodlo model train` flags for runs that a resume must continue exactly: shuffle, micro-batches,

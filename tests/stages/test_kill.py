@@ -23,7 +23,6 @@ import torch
 
 from zrodlo.checkpoint import read_checkpoint, read_model
 from zrodlo.corpus import Corpus
-from zrodlo.plan import RunPlan
 from zrodlo.run import check_data, fresh_provenance, train
 from zrodlo.trainer import Trainer
 
@@ -262,24 +261,9 @@ class Killed(BaseException):
 
 
 def test_a_kill_while_retention_deletes_an_old_checkpoint_leaves_only_whole_checkpoints(
-    tmp_path, dropout_model, training_data, resume_args, start_zrodlo, monkeypatch
+    tmp_path, dropout_model, training_data, resume_args, start_zrodlo, small_plan, monkeypatch
 ):
-    plan = RunPlan(
-        steps=4,
-        context=9,
-        batch_size=4,
-        learning_rate=0.01,
-        beta1=0.9,
-        beta2=0.99,
-        epsilon=1e-8,
-        weight_decay=0.1,
-        decay_scope="matrices",
-        seed=11,
-        precision="f32",
-        shuffle=True,
-        checkpoint_every=1,
-        keep_checkpoints=2,
-    )
+    plan = small_plan(steps=4, shuffle=True, checkpoint_every=1, keep_checkpoints=2)
     model, corpus = read_model(dropout_model), Corpus.open(training_data.corpus)
     table = check_data(corpus, model, plan.context)
     trainer = Trainer.start(plan, model, corpus.tokens, table, torch.device("cpu"))

@@ -9,7 +9,6 @@ import torch
 
 from zrodlo.checkpoint import read_model
 from zrodlo.corpus import Corpus
-from zrodlo.plan import RunPlan
 from zrodlo.run import check_data, fresh_provenance, train
 from zrodlo.trainer import Trainer
 
@@ -17,22 +16,9 @@ RECORDS = {"steps.csv", "ledger.jsonl", "timing.csv", "held_out.csv"}
 
 
 def test_the_records_are_synced_before_each_checkpoint_is_renamed_into_place(
-    tmp_path, training_data, dropout_model, monkeypatch
+    tmp_path, training_data, dropout_model, small_plan, monkeypatch
 ):
-    plan = RunPlan(
-        steps=3,
-        context=9,
-        batch_size=4,
-        learning_rate=0.01,
-        beta1=0.9,
-        beta2=0.99,
-        epsilon=1e-8,
-        weight_decay=0.1,
-        decay_scope="matrices",
-        seed=11,
-        precision="f32",
-        checkpoint_every=1,
-    )
+    plan = small_plan(checkpoint_every=1)
     model, corpus = read_model(dropout_model), Corpus.open(training_data.corpus)
     table = check_data(corpus, model, plan.context)
     trainer = Trainer.start(plan, model, corpus.tokens, table, torch.device("cpu"))
