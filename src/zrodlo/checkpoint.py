@@ -130,6 +130,11 @@ def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
         verified = read_verified(path)[1]
     config = read_config(path)
     tokenizer = CharTokenizer.load(path)
+    if tokenizer.vocab_size > config.vocab_size:
+        raise Refusal(
+            f"{path / TOKENIZER_FILE} has {tokenizer.vocab_size} tokens, more than the vocab_size "
+            f"{config.vocab_size} of {path / CONFIG_FILE}; the model has no weights for the rest"
+        )
     weights_file = path / WEIGHTS_FILE
     if not weights_file.is_file():
         raise Refusal(f"{path} holds no {WEIGHTS_FILE}; a model directory holds its weights there")
@@ -183,6 +188,7 @@ def read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
             f"{file} has format version {record.get('format_version')!r}, and this build reads "
             f"version {TRAINER_FORMAT}"
         )
+    _check_record_fields(file, record)
     for name in record["files"]:
         if not (path / name).is_file():
             raise Refusal(f"{path / name} is missing; {file} lists it as part of the checkpoint")
@@ -203,6 +209,26 @@ def read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
                 "truncated or altered after the checkpoint was written"
             )
     return record, {name: data for name, (data, _) in contents.items()}
+
+
+def _check_record_fields(file: Path, record: dict) -> None:
+    """Refuse a trainer.json whose own digest matches but whose step or file list no build of
+    Zrodlo writes: a file outside the checkpoint is never read, a step is a count of updates."""
+    listed = (*MODEL_FILES, OPTIMIZER_FILE)
+    for name, digest in record["files"].items():
+        if name not in listed:
+            raise Refusal(
+                f"{file} lists {name!r}, which is no file of a checkpoint; a checkpoint lists "
+                f"only {', '.join(listed)}"
+            )
+        if not isinstance(digest, str):
+            raise Refusal(f"{file} records {digest!r} as the sha256 of {name}, not a digest")
+    step = record.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise Refusal(
+            f"{file} records step {json.dumps(step)}; a checkpoint's step is a whole number of "
+            "1 or more"
+        )
 
 
 def _sha256(path: Path) -> str:

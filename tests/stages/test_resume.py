@@ -473,3 +473,34 @@ def test_diff_names_step_1_loss_for_runs_in_corpus_order_with_different_seeds(
     returncode, stdout, report = diff(run_zrodlo, tmp_path, *runs)
     assert (returncode, stdout) == (1, "the runs part at step 1: loss differs\n")
     assert (report["first_differing_step"], report["field"], report["equal"]) == (1, "loss", False)
+
+
+# A trainer.json whose own digest matches, as a build with other code could write it: its fields
+# are checked all the same, before any file it names is read.
+
+
+@pytest.mark.parametrize("name", ["/etc/hostname", "../../secret.txt", "notes.txt"])
+def test_resume_refuses_a_trainer_json_listing_a_file_no_checkpoint_holds(run, refused, name):
+    checkpoint = run / "step-4"
+    rewrite_record(checkpoint, lambda record: record["files"].__setitem__(name, sha256(b"")))
+    refused(
+        checkpoint,
+        f"{checkpoint / 'trainer.json'} lists {name!r}, which is no file of a checkpoint; a "
+        "checkpoint lists only config.json, tokenizer.json, model.safetensors, "
+        "optimizer.safetensors",
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "shown"),
+    [("abc", '"abc"'), (None, "null"), (float("nan"), "NaN"), (-1, "-1"), (True, "true"),
+     (5.7, "5.7"), (0, "0")],
+)  # fmt: skip
+def test_resume_refuses_a_trainer_json_whose_step_is_no_count_of_updates(run, refused, step, shown):
+    checkpoint = run / "step-4"
+    rewrite_record(checkpoint, lambda record: record.__setitem__("step", step))
+    refused(
+        checkpoint,
+        f"{checkpoint / 'trainer.json'} records step {shown}; a checkpoint's step is a whole "
+        "number of 1 or more",
+    )
