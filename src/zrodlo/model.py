@@ -9,6 +9,7 @@ from `zrodlo.chacha`, so nothing here reads torch's random state.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -102,6 +103,20 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
         if (_is_int(value) or isinstance(value, float)) and 0 <= value < 1:
             continue
         raise Refusal(f"{name(field)} is {value}; it must lie from 0 up to but not including 1")
+    count = parameter_count(config)
+    # Training holds four float32 numbers a parameter: the weight, its gradient, AdamW's moments.
+    needed, memory = count * 4 * 4, _machine_memory()
+    if needed > memory:
+        raise Refusal(
+            f"a model of {count:,} parameters needs {needed / 2**30:,.1f} GiB for its float32 "
+            f"weights, gradients and AdamW moments, more than the {memory / 2**30:,.1f} GiB of "
+            "memory this machine has"
+        )
+
+
+def _machine_memory() -> int:
+    """Bytes of physical memory on this machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 class LayerNorm(nn.Module):
@@ -244,7 +259,13 @@ def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
 
 
 def parameter_count(config: ModelConfig) -> int:
-    return sum(math.prod(shape) for shape in parameter_shapes(config).values())
+    """How many numbers the model's parameters hold, counted from the configuration alone (no
+    parameter is allocated, so it is cheap for a configuration too large to build)."""
+    d, ff = config.d_model, config.d_ff
+    embeddings = (config.vocab_size + config.positions) * d
+    # Two norms (scale and bias), qkv and out projections, the MLP's up and down, with biases.
+    block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
+    return embeddings + config.layers * block + 2 * d + d * config.vocab_size
 
 
 def is_matrix(name: str, tensor: torch.Tensor) -> bool:

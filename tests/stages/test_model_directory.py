@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -31,3 +33,24 @@ def test_a_tokenizer_with_more_tokens_than_the_model_has_rows_is_refused(
         sentence=f"{model / 'tokenizer.json'} has {wider.vocab_size} tokens, more than the "
         f"vocab_size {rows} of {model / 'config.json'}; the model has no weights for the rest",
     )
+
+
+@pytest.mark.parametrize("field, value", [("layers", 10_000_000), ("d_model", 2**40)])
+def test_a_configuration_too_large_for_this_machine_is_refused_not_built(
+    tmp_path, training_data, run_zrodlo, snapshot, field, value
+):
+    model = Path(shutil.copytree(training_data.model, tmp_path / "model"))
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, field: value, "heads": 1}))
+    before = snapshot(tmp_path)
+    returncode, stdout, stderr = run_zrodlo(
+        "model", "evaluate", "--model", model, "--corpus", training_data.corpus, cwd=tmp_path
+    )
+    assert re.fullmatch(
+        rf"Error: {re.escape(str(model / 'config.json'))} does not load as a model "
+        r"configuration: a model of [\d,]+ parameters needs [\d,.]+ GiB for its float32 weights, "
+        r"gradients and AdamW moments, more than the [\d,.]+ GiB of memory this machine has\n",
+        stderr,
+    )
+    assert (returncode, stdout) == (1, "")
+    assert snapshot(tmp_path) == before

@@ -3,10 +3,13 @@
 import hashlib
 import json
 import math
+import re
 from dataclasses import replace
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zrodlo.chacha import Purpose, Stream, normal
 from zrodlo.dropout import StepMasks
@@ -423,3 +426,44 @@ def test_a_config_json_that_does_not_load_is_refused(data, problem):
     with pytest.raises(Refusal) as refusal:
         ModelConfig.from_json(data, "m/config.json")
     assert refusal.value.sentence == PREFIX + problem
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    vocab_size=st.integers(4, 40),
+    positions=st.integers(1, 20),
+    heads=st.integers(1, 4),
+    head_width=st.integers(1, 6),
+    layers=st.integers(1, 3),
+    d_ff=st.integers(1, 30),
+)
+def test_parameter_count_equals_the_parameters_the_model_builds(
+    vocab_size, positions, heads, head_width, layers, d_ff
+):
+    config = replace(
+        SMALL,
+        vocab_size=vocab_size,
+        positions=positions,
+        d_model=heads * head_width,
+        heads=heads,
+        layers=layers,
+        d_ff=d_ff,
+    )
+    built = sum(p.numel() for p in GPT(config).parameters())
+    assert parameter_count(config) == built
+
+
+@pytest.mark.parametrize(
+    "field, value", [("layers", 10_000_000), ("d_model", 2**40), ("vocab_size", 10**30)]
+)
+def test_a_configuration_too_large_for_this_machine_is_refused_before_anything_is_built(
+    field, value
+):
+    config = replace(SMALL, heads=1, **{field: value})
+    with pytest.raises(Refusal) as refused:
+        config.validate()
+    assert re.fullmatch(
+        r"a model of [\d,]+ parameters needs [\d,.]+ GiB for its float32 weights, gradients and "
+        r"AdamW moments, more than the [\d,.]+ GiB of memory this machine has",
+        refused.value.sentence,
+    )
