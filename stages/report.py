@@ -35,7 +35,7 @@ def report(
     """Write report.md (data, model, training, scores, a sample) and the charts of a run."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.chacha import check_seed
-    from zrodlo.checkpoint import TRAINER_FILE, read_model, read_record
+    from zrodlo.checkpoint import TRAINER_FILE, check_tokenizer_fits, read_model, read_record
     from zrodlo.device import resolve_device
     from zrodlo.model import GPT, parameter_count
     from zrodlo.output import check_parent, directory_of_files
@@ -60,6 +60,7 @@ def report(
     check_sampling(sample_tokens, sample_temperature, None)
     check_seed(sample_seed)
     loaded = read_model(model)
+    check_tokenizer_fits(loaded)
     trainer = read_record(model) if (model / TRAINER_FILE).exists() else None
     steps = read_steps(run)
     if trainer is not None:

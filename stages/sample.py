@@ -25,7 +25,7 @@ def sample(
     """Continue a prompt with text drawn from the model."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.chacha import check_seed
-    from zrodlo.checkpoint import read_model
+    from zrodlo.checkpoint import check_tokenizer_fits, read_model
     from zrodlo.device import resolve_device
     from zrodlo.model import GPT
     from zrodlo.sample import check_sampling, unknown_warning
@@ -34,6 +34,7 @@ def sample(
     check_sampling(tokens, temperature, top_k)
     check_seed(seed)
     loaded = read_model(model)
+    check_tokenizer_fits(loaded)
     target = resolve_device(device, ordinal, "f32")
     warning = unknown_warning(loaded.tokenizer, prompt)
     if warning:

@@ -130,17 +130,24 @@ def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
         verified = read_verified(path)[1]
     config = read_config(path)
     tokenizer = CharTokenizer.load(path)
-    if tokenizer.vocab_size > config.vocab_size:
-        raise Refusal(
-            f"{path / TOKENIZER_FILE} has {tokenizer.vocab_size} tokens, more than the vocab_size "
-            f"{config.vocab_size} of {path / CONFIG_FILE}; the model has no weights for the rest"
-        )
     weights_file = path / WEIGHTS_FILE
     if not weights_file.is_file():
         raise Refusal(f"{path} holds no {WEIGHTS_FILE}; a model directory holds its weights there")
     weights = read_tensors(weights_file, (verified or {}).get(WEIGHTS_FILE))
     check_weights(config, weights, str(weights_file))
     return Model(path, config, tokenizer, weights)
+
+
+def check_tokenizer_fits(model: Model) -> None:
+    """Refuse a model whose tokenizer has more tokens than the model has rows for, before a
+    command draws or decodes with it. (Training refuses the corpus tokens outside the rows with
+    seed 001's own sentence.)"""
+    if model.tokenizer.vocab_size > model.config.vocab_size:
+        raise Refusal(
+            f"{model.path / TOKENIZER_FILE} has {model.tokenizer.vocab_size} tokens, more than "
+            f"the vocab_size {model.config.vocab_size} of {model.path / CONFIG_FILE}; the model "
+            "has no weights for the rest"
+        )
 
 
 def write_checkpoint(

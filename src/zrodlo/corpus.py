@@ -1,8 +1,11 @@
 """A prepared corpus: documents encoded by one tokenizer, in Arrow IPC, with a content digest.
 
 `tokens.arrow` holds one row per document (id, tokens BOS c1..cn EOS); `corpus.json` records the
-tokenizer digest, the corpus digest, the counts and the digests of the source and of tokens.arrow.
-Preparation streams the documents in bounded batches and encodes each batch with array operations.
+tokenizer digest, the corpus digest, the counts, the digests of the source and of tokens.arrow, and
+the sha256 of its own canonical content (`manifest_sha256`). Preparation streams the documents in
+bounded batches and encodes each batch with array operations. Opening a corpus trusts no recorded
+digest: the manifest is checked against its own digest, tokens.arrow against its sha256, and the
+corpus digest is computed again from the tokens read.
 
 The corpus digest is taken over content only, in this canonical byte form, document after document:
 the id's UTF-8 length (u64 LE), the id's bytes, the token count (u64 LE) and the tokens (u32 LE each),
@@ -23,12 +26,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from zrodlo.digest import file_sha256, write_json
+from zrodlo.digest import file_sha256, json_sha256, write_json
 from zrodlo.documents import batched, read_documents
 from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import UNK, CharTokenizer
 
-FORMAT_VERSION = 1
+# 2: corpus.json carries manifest_sha256, the digest of its own content.
+FORMAT_VERSION = 2
 TOKENS_FILE = "tokens.arrow"
 MANIFEST_FILE = "corpus.json"
 SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.list_(pa.int32()))])
@@ -149,6 +153,7 @@ def prepare_corpus(
         "source": {"path": str(documents), "sha256": source_digest.result()},
         "tokens_sha256": tokens_digest,
     }
+    manifest["manifest_sha256"] = json_sha256(manifest)
     write_json(output / MANIFEST_FILE, manifest)
     return manifest
 
@@ -200,6 +205,14 @@ class Corpus:
                 f"{tokens_file} holds {len(offsets) - 1} documents and {len(tokens)} tokens, "
                 f"and {manifest_file} records {manifest['documents']} and {manifest['tokens']}"
             )
+        content = ContentDigest()
+        content.update(table.column("id").to_pylist(), tokens, offsets)
+        if content.hexdigest() != manifest["corpus_digest"]:
+            raise Refusal(
+                f"{tokens_file} holds corpus {content.hexdigest()}, and {manifest_file} records "
+                f"corpus {manifest['corpus_digest']}; the manifest is not this corpus's, so "
+                "prepare the corpus again"
+            )
         return cls(path, manifest, table.column("id"), tokens, offsets)
 
 
@@ -218,6 +231,12 @@ def _read_manifest(file: Path) -> dict:
         )
     if "tokens_sha256" not in manifest:
         raise Refusal(f"{file} does not load as a corpus manifest: it lacks tokens_sha256")
+    body = {key: value for key, value in manifest.items() if key != "manifest_sha256"}
+    if manifest.get("manifest_sha256") != json_sha256(body):
+        raise Refusal(
+            f"{file} does not match the digest it was written with; it was edited after the "
+            "corpus was prepared, so prepare the corpus again"
+        )
     return manifest
 
 

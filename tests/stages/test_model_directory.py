@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from zrodlo.checkpoint import read_config
+from zrodlo.digest import json_sha256
 from zrodlo.tokenizer import CharTokenizer
 
 
-@pytest.mark.parametrize("command", ["evaluate", "sample", "train"])
+@pytest.mark.parametrize("command", ["sample", "report"])
 def test_a_tokenizer_with_more_tokens_than_the_model_has_rows_is_refused(
-    tmp_path, training_data, train_args, assert_refused_in_process, command
+    tmp_path, training_data, assert_refused_in_process, command
 ):
     model = Path(shutil.copytree(training_data.model, tmp_path / "model"))
     wider = CharTokenizer.fit(["the quick brown fox jumps over the lazy dog ZQXJ 0123456789"])
@@ -24,10 +25,10 @@ def test_a_tokenizer_with_more_tokens_than_the_model_has_rows_is_refused(
     assert wider.vocab_size > rows
     corpus = training_data.corpus
     args = {
-        "evaluate": ["model", "evaluate", "--model", model, "--corpus", corpus],
         "sample": ["model", "sample", "--model", model, "--seed", 1],
-        "train": train_args(model, corpus, tmp_path / "run", 2),
-    }[command]
+        "report": ["report", "--run", tmp_path, "--metrics", tmp_path / "metrics.json",
+                   "--corpora", corpus.parent, "--model", model, "--output", tmp_path / "out"],
+    }[command]  # fmt: skip
     assert_refused_in_process(
         *args,
         sentence=f"{model / 'tokenizer.json'} has {wider.vocab_size} tokens, more than the "
@@ -54,3 +55,43 @@ def test_a_configuration_too_large_for_this_machine_is_refused_not_built(
     )
     assert (returncode, stdout) == (1, "")
     assert snapshot(tmp_path) == before
+
+
+@pytest.fixture
+def impostor(tmp_path, training_data, other_corpus) -> Path:
+    """other_corpus, whose corpus.json claims training_data's corpus digest, its own digest redone
+    as a tool that knows the format would: only the tokens it holds tell it apart."""
+    corpus = Path(shutil.copytree(other_corpus, tmp_path / "impostor"))
+    manifest = json.loads((corpus / "corpus.json").read_text())
+    claimed = json.loads((training_data.corpus / "corpus.json").read_text())["corpus_digest"]
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    body["corpus_digest"] = claimed
+    (corpus / "corpus.json").write_text(json.dumps({**body, "manifest_sha256": json_sha256(body)}))
+    return corpus
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "resume"])
+def test_a_corpus_whose_manifest_claims_another_corpus_is_refused(
+    tmp_path,
+    impostor,
+    other_corpus,
+    training_data,
+    trained_run,
+    train_args,
+    resume_args,
+    assert_refused_in_process,
+    command,
+):
+    actual = json.loads((other_corpus / "corpus.json").read_text())["corpus_digest"]
+    claimed = json.loads((impostor / "corpus.json").read_text())["corpus_digest"]
+    args = {
+        "train": train_args(training_data.model, impostor, tmp_path / "run", 2),
+        "evaluate": ["model", "evaluate", "--model", training_data.model, "--corpus", impostor],
+        "resume": resume_args(trained_run / "step-4", impostor, tmp_path / "resumed", 6),
+    }[command]
+    assert_refused_in_process(
+        *args,
+        sentence=f"{impostor / 'tokens.arrow'} holds corpus {actual}, and "
+        f"{impostor / 'corpus.json'} records corpus {claimed}; the manifest is not this corpus's, "
+        "so prepare the corpus again",
+    )

@@ -130,12 +130,25 @@ def test_open_refuses_another_format_version(documents):
     corpus = prepare(documents, "corpus")
     manifest_file = corpus / "corpus.json"
     manifest = json.loads(manifest_file.read_text())
-    manifest_file.write_text(json.dumps({**manifest, "format_version": 2}))
+    manifest_file.write_text(json.dumps({**manifest, "format_version": 1}))
     with pytest.raises(Refusal) as refused:
         Corpus.open(corpus)
     assert refused.value.sentence == (
-        f"{manifest_file} has format version 2, and this build reads version 1; "
+        f"{manifest_file} has format version 1, and this build reads version 2; "
         "prepare the corpus again"
+    )
+
+
+def test_open_refuses_a_manifest_edited_after_it_was_written(documents):
+    corpus = prepare(documents, "corpus")
+    manifest_file = corpus / "corpus.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest_file.write_text(json.dumps({**manifest, "unknown_rate": 0.0}))
+    with pytest.raises(Refusal) as refused:
+        Corpus.open(corpus)
+    assert refused.value.sentence == (
+        f"{manifest_file} does not match the digest it was written with; it was edited after the "
+        "corpus was prepared, so prepare the corpus again"
     )
 
 

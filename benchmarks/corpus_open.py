@@ -1,0 +1,78 @@
+"""What checking a corpus from its own bytes adds to opening it, on a corpus of about 100 M tokens.
+
+Every train, resume and evaluate opens its corpora with `Corpus.open`, which checks corpus.json
+against its own digest and tokens.arrow against its sha256, and computes the content digest again
+from the tokens it read. This prepares a generated corpus of --megabytes MB of text and times, side
+by side and in turn: the whole open, the content digest alone, and the sha256 of tokens.arrow alone
+(the check that was there before). Figures go to reports/bench/corpus_open.json.
+
+    .venv/bin/python benchmarks/corpus_open.py [--megabytes 100] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+
+import measure
+from prepare import generate
+
+from zrodlo.corpus import TOKENS_FILE, ContentDigest, Corpus, prepare_corpus
+from zrodlo.digest import file_sha256
+from zrodlo.documents import read_documents
+from zrodlo.tokenizer import CharTokenizer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--megabytes", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--output", type=Path, default=measure.REPORTS / "corpus_open.json")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="zrodlo-bench-corpus-open-"))
+    try:
+        source = work / "documents.jsonl"
+        documents, _ = generate(source, args.megabytes)
+        first = next(iter(read_documents(source)))
+        tokenizer = CharTokenizer.fit([first.text])
+        (work / "corpus").mkdir()
+        prepare_corpus(source, tokenizer, work / "corpus")
+        source.unlink()
+        opened = Corpus.open(work / "corpus")
+
+        def content_digest() -> None:
+            digest = ContentDigest()
+            digest.update(opened.ids.to_pylist(), opened.tokens, opened.offsets)
+            digest.hexdigest()
+
+        variants = {
+            "open": lambda: measure.timed(lambda: Corpus.open(work / "corpus")),
+            "content_digest": lambda: measure.timed(content_digest),
+            "tokens_sha256": lambda: measure.timed(
+                lambda: file_sha256(work / "corpus" / TOKENS_FILE)
+            ),
+        }
+        samples = measure.interleave(variants, args.repeats)
+        result = {
+            "benchmark": "corpus open, checked from its own bytes",
+            "documents": documents,
+            "tokens": len(opened.tokens),
+            "tokens_arrow_bytes": (work / "corpus" / TOKENS_FILE).stat().st_size,
+            "seconds": {name: measure.summary(values) for name, values in samples.items()},
+            "content_digest_share_of_open": measure.ratios(
+                samples["content_digest"], samples["open"]
+            ),
+            "content_digest_over_tokens_sha256": measure.ratios(
+                samples["content_digest"], samples["tokens_sha256"]
+            ),
+            "machine": measure.machine(),
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    measure.write_report(args.output, result)
+
+
+if __name__ == "__main__":
+    main()
