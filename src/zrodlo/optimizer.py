@@ -169,12 +169,14 @@ def load_optimizer_state(
     optimizer: torch.optim.AdamW,
     named_parameters: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
     tensors: Mapping[str, torch.Tensor],
+    updates: int,
 ) -> None:
-    """Restore what `optimizer_state_tensors` wrote; ValueError names the first key that is wrong.
+    """Restore what `optimizer_state_tensors` wrote after `updates` updates; ValueError names the
+    first key that is wrong.
 
-    Every parameter needs its three keys, moments of its own shape and dtype, and a step that is
-    a whole number zero or more; a key that names no parameter is wrong too. Nothing is changed
-    unless every key is right.
+    Every parameter needs its three keys, moments of its own shape and dtype, and a step count of
+    `updates`, or 0 for a parameter never updated; a key that names no parameter is wrong too.
+    Nothing is changed unless every key is right.
     """
     by_name = _by_name(named_parameters)
     index = {id(p): i for i, p in enumerate(p for g in optimizer.param_groups for p in g["params"])}
@@ -203,6 +205,11 @@ def load_optimizer_state(
             or step.item() != math.floor(step.item())
         ):
             raise ValueError(f"{name}.step is not a whole number of updates in a scalar")
+        if step.item() not in (0, updates):
+            raise ValueError(
+                f"{name}.step counts {int(step.item())} updates, and the checkpoint records "
+                f"{updates}"
+            )
         entry["step"] = step.clone()
         # Step 0 is a parameter never updated: AdamW keeps no state for it, and creates the
         # same zeros when it first gets a gradient.

@@ -90,6 +90,8 @@ class RunPlan:
             )
         check_context(self.context)
         check_seed(self.seed)
+        if not isinstance(self.shuffle, bool):  # a flag is a switch; a record may say anything
+            raise Refusal(f"--shuffle is {self.shuffle!r}; it is a switch, on or off")
         if self.precision not in PRECISIONS:
             raise Refusal(f"--precision is {self.precision!r}; it takes f32 or bf16")
         _check_whole("--eval-every", self.eval_every)

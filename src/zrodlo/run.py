@@ -8,6 +8,7 @@ resume both run through here, so they write the same files in the same way.
 
 from __future__ import annotations
 
+import json
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -18,6 +19,7 @@ import torch
 
 from zrodlo.chacha import GENERATOR
 from zrodlo.checkpoint import (
+    TRAINER_FILE,
     Model,
     check_removable,
     checkpoint_name,
@@ -92,14 +94,27 @@ def environment(device: torch.device) -> dict:
     }
 
 
+MAX_THREADS = (
+    1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
+)
+
+
 def match_environment(checkpoint: Path, recorded: dict) -> list[str]:
     """Take on the checkpoint's thread count; return warnings for what else breaks bit-equality.
 
     Matrix products split their sums by thread, so the thread count is set back to the recorded
     one; a different torch version or device cannot be set back and is said plainly instead.
     """
+    record = checkpoint / TRAINER_FILE
+    if not isinstance(recorded, dict):
+        raise Refusal(f"{record} records an environment that is not an object of named values")
     threads = recorded.get("threads")
-    if isinstance(threads, int) and threads > 0 and threads != torch.get_num_threads():
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        raise Refusal(
+            f"{record} records {json.dumps(threads)} threads; a run computes on 1 to "
+            f"{MAX_THREADS} threads"
+        )
+    if threads != torch.get_num_threads():
         torch.set_num_threads(threads)
     warnings = []
     if recorded.get("torch") != torch.__version__:

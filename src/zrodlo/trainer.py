@@ -88,6 +88,7 @@ class Trainer:
                 trainer.optimizer,
                 dict(trainer.model.named_parameters()),
                 checkpoint.optimizer_state,
+                checkpoint.step,
             )
         except ValueError as error:
             raise Refusal(

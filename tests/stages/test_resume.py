@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
@@ -503,4 +504,38 @@ def test_resume_refuses_a_trainer_json_whose_step_is_no_count_of_updates(run, re
         checkpoint,
         f"{checkpoint / 'trainer.json'} records step {shown}; a checkpoint's step is a whole "
         "number of 1 or more",
+    )
+
+
+@pytest.mark.parametrize(
+    ("environment", "sentence"),
+    [
+        ([], "records an environment that is not an object of named values"),
+        ({"threads": 10**20}, "records 100000000000000000000 threads; a run computes on 1 to 1024 threads"),
+        ({"threads": 100000}, "records 100000 threads; a run computes on 1 to 1024 threads"),
+        ({"threads": True}, "records true threads; a run computes on 1 to 1024 threads"),
+    ],
+)  # fmt: skip
+def test_resume_refuses_a_recorded_environment_no_run_had(run, refused, environment, sentence):
+    checkpoint = run / "step-4"
+    rewrite_record(checkpoint, lambda record: record.__setitem__("environment", environment))
+    refused(checkpoint, f"{checkpoint / 'trainer.json'} {sentence}")
+
+
+def test_resume_refuses_a_shuffle_that_is_no_switch(run, refused):
+    checkpoint = run / "step-4"
+    rewrite_record(checkpoint, lambda record: record["hyperparameters"].__setitem__("shuffle", 0))
+    refused(checkpoint, "--shuffle is 0; it is a switch, on or off")
+
+
+def test_resume_refuses_adamw_step_counts_other_than_the_checkpoints_step(run, refused):
+    checkpoint = run / "step-4"
+    state = load_safetensors((checkpoint / "optimizer.safetensors").read_bytes())
+    name = sorted(key for key in state if key.endswith(".step"))[0]
+    state[name] = torch.tensor(3.0)
+    replace_member(checkpoint, "optimizer.safetensors", save_safetensors(state))
+    refused(
+        checkpoint,
+        f"{checkpoint} holds optimizer state that does not fit its model: {name} counts 3 "
+        "updates, and the checkpoint records 4",
     )

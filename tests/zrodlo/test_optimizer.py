@@ -36,7 +36,7 @@ def test_textbook_example_2_restored_moments_against_a_fresh_optimizer() -> None
 
     restored = torch.nn.Parameter(saved_theta.clone())
     resumed = build_adamw([("theta", restored)], TEXTBOOK, 0.1)
-    load_optimizer_state(resumed, [("theta", restored)], saved)
+    load_optimizer_state(resumed, [("theta", restored)], saved, 1)
     _scalar_step(restored, resumed, -1.0)
     assert restored.item() == pytest.approx(0.9 + 0.1 / 19, abs=1e-12)
 
@@ -115,7 +115,7 @@ def test_state_round_trip_continues_training_bit_for_bit() -> None:
         for name, tensor in load(weights).items():
             resumed.get_parameter(name).copy_(tensor)
     resumed_optimizer = build_adamw(resumed.named_parameters(), settings, 0.01)
-    load_optimizer_state(resumed_optimizer, dict(resumed.named_parameters()), load(state))
+    load_optimizer_state(resumed_optimizer, dict(resumed.named_parameters()), load(state), 3)
     assert save(optimizer_state_tensors(resumed_optimizer, resumed.named_parameters())) == state
 
     _train(model, optimizer, range(3, 6))
@@ -142,7 +142,7 @@ def test_a_parameter_never_stepped_is_saved_as_zeros_and_restores_to_no_state() 
     tensors = optimizer_state_tensors(optimizer, model.named_parameters())
     assert tensors["0.weight.step"].item() == 0.0
     assert not tensors["0.weight.exp_avg"].any()
-    load_optimizer_state(optimizer, model.named_parameters(), tensors)
+    load_optimizer_state(optimizer, model.named_parameters(), tensors, 0)
     assert len(optimizer.state) == 0
 
 
@@ -156,6 +156,10 @@ def test_a_parameter_never_stepped_is_saved_as_zeros_and_restores_to_no_state() 
         (lambda t: t.update({"2.bias.step": torch.tensor([1.0])}), "2.bias.step"),
         (lambda t: t.update({"2.bias.step": torch.tensor(1.5)}), "2.bias.step"),
         (lambda t: t.update({"3.weight.exp_avg": torch.zeros(1)}), "3.weight.exp_avg names no"),
+        (
+            lambda t: t.update({"2.bias.step": torch.tensor(2.0)}),
+            "2.bias.step counts 2 updates, and the checkpoint records 1",
+        ),
     ],
 )
 def test_a_missing_or_misshaped_key_is_a_value_error(edit, message: str) -> None:
@@ -166,7 +170,7 @@ def test_a_missing_or_misshaped_key_is_a_value_error(edit, message: str) -> None
     tensors = load(before)
     edit(tensors)
     with pytest.raises(ValueError, match=message):
-        load_optimizer_state(optimizer, model.named_parameters(), tensors)
+        load_optimizer_state(optimizer, model.named_parameters(), tensors, 1)
     # Nothing changed on refusal.
     assert save(optimizer_state_tensors(optimizer, model.named_parameters())) == before
 

@@ -222,7 +222,9 @@ def test_a_restored_trainer_continues_the_uninterrupted_one() -> None:
     first = trainer(run)
     first.step(0)
     saved = Checkpoint(
-        Model(Path("tiny"), CONFIG, TOKENIZER, snapshot(first)), first.optimizer_state(), {}
+        Model(Path("tiny"), CONFIG, TOKENIZER, snapshot(first)),
+        first.optimizer_state(),
+        {"step": 1},
     )
     restored = Trainer.restore(run, saved, TOKENS, TABLE, torch.device("cpu"))
     continued = [restored.step(n) for n in (1, 2)]
