@@ -1,7 +1,8 @@
 """Model directories and training checkpoints on disk, written whole and read back checked.
 
-A model directory holds config.json, tokenizer.json and model.safetensors. A checkpoint `step-<n>/`
-adds optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json (the
+A model directory holds config.json, tokenizer.json and model.safetensors, and model.json, which
+lists the sha256 of those three: every read checks them, so a model directory without trainer.json
+is as verified as a checkpoint. A checkpoint `step-<n>/` adds optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json (the
 step, the run it belongs to, the run's hyperparameters, seed, generator, corpus and tokenizer
 digests, environment and the sha256 of every other file). trainer.json also carries the sha256 of its own canonical content, so
 an edited value is caught like an edited weight. No pickle anywhere: loading a stranger's checkpoint
@@ -13,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,9 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as safetensors_bytes
 
+from zrodlo import jsonfile
 from zrodlo.digest import json_sha256, write_json
+from zrodlo.manifest import read_listed
 from zrodlo.model import ModelConfig, check_weights
 from zrodlo.output import is_partial
 from zrodlo.refusal import Refusal
@@ -31,10 +33,12 @@ from zrodlo.tokenizer import CharTokenizer
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+MANIFEST_FILE = "model.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_FILE = "trainer.json"
-MODEL_FILES = (CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE)
-CHECKPOINT_FILES = (*MODEL_FILES, OPTIMIZER_FILE, TRAINER_FILE)
+MODEL_FILES = (CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE)  # what model.json lists
+CHECKPOINT_FILES = (*MODEL_FILES, MANIFEST_FILE, OPTIMIZER_FILE, TRAINER_FILE)
+MODEL_FORMAT = 1
 # 2: the record names the run it belongs to (`run`), which format 1 did not.
 TRAINER_FORMAT = 2
 # What a checkpoint records of where its run came from; a resumed run records the same.
@@ -80,26 +84,28 @@ def read_tensors(path: Path, data: bytes | None = None) -> dict[str, torch.Tenso
 def write_model(
     directory: Path, config: ModelConfig, tokenizer: CharTokenizer, weights: dict[str, torch.Tensor]
 ) -> dict[str, str]:
-    """Write the three files of a model directory; return their sha256 by file name."""
+    """Write the files of a model directory; return their sha256 by file name."""
     write_json(directory / CONFIG_FILE, config.to_json())
     tokenizer.save(directory)
     digests = {name: _sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
     digests[WEIGHTS_FILE] = write_tensors(directory / WEIGHTS_FILE, weights)
-    return digests
+    write_json(directory / MANIFEST_FILE, {"format_version": MODEL_FORMAT, "files": digests})
+    return {**digests, MANIFEST_FILE: _sha256(directory / MANIFEST_FILE)}
 
 
-def read_config(path: Path) -> ModelConfig:
+def read_config(path: Path, data: bytes | None = None) -> ModelConfig:
+    """The configuration of a model directory, from `data` when its checked bytes are at hand."""
     file = path / CONFIG_FILE
-    if not file.is_file():
+    if data is None and not file.is_file():
         raise Refusal(
             f"{path} holds no {CONFIG_FILE}; a model directory is written by zrodlo model init "
             "or by zrodlo model train"
         )
     try:
-        data = json.loads(file.read_bytes())
+        parsed = jsonfile.loads(file.read_bytes() if data is None else data)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a model configuration: {error}") from None
-    return ModelConfig.from_json(data, str(file))
+    return ModelConfig.from_json(parsed, str(file))
 
 
 @dataclass(frozen=True)
@@ -113,7 +119,8 @@ class Model:
 
 
 def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
-    """Read a model directory or checkpoint; a checkpoint's files are checked against trainer.json.
+    """Read a model directory or checkpoint, every file checked against model.json or, in a
+    checkpoint, trainer.json, and loaded from the bytes checked.
 
     `verified` holds the checked bytes of a checkpoint's files when the caller has read them.
     """
@@ -126,16 +133,45 @@ def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
             f"{path} is a temporary that a write left unfinished; only a model directory or "
             "checkpoint renamed into place can be read"
         )
-    if verified is None and (path / TRAINER_FILE).exists():
-        verified = read_verified(path)[1]
-    config = read_config(path)
-    tokenizer = CharTokenizer.load(path)
+    if verified is None:
+        verified = read_verified(path)[1] if (path / TRAINER_FILE).exists() else _read_listed(path)
+    config = read_config(path, verified[CONFIG_FILE])
+    tokenizer = CharTokenizer.from_bytes(path / TOKENIZER_FILE, verified[TOKENIZER_FILE])
     weights_file = path / WEIGHTS_FILE
-    if not weights_file.is_file():
-        raise Refusal(f"{path} holds no {WEIGHTS_FILE}; a model directory holds its weights there")
-    weights = read_tensors(weights_file, (verified or {}).get(WEIGHTS_FILE))
+    weights = read_tensors(weights_file, verified[WEIGHTS_FILE])
     check_weights(config, weights, str(weights_file))
     return Model(path, config, tokenizer, weights)
+
+
+def _read_listed(path: Path) -> dict[str, bytes]:
+    """The checked bytes of a model directory's files, as its model.json lists them."""
+    read_config(path)  # a directory without config.json is no model directory: say so first
+    file = path / MANIFEST_FILE
+    if not file.is_file():
+        raise Refusal(
+            f"{path} holds no {MANIFEST_FILE}, which lists the sha256 of its files; a model "
+            "directory is written by zrodlo model init or by zrodlo model train"
+        )
+    try:
+        manifest = jsonfile.loads(file.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{file} does not load as a model manifest: {error}") from None
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not (
+        isinstance(files, dict)
+        and sorted(files) == sorted(MODEL_FILES)
+        and all(isinstance(digest, str) for digest in files.values())
+    ):
+        raise Refusal(
+            f"{file} does not load as a model manifest: it lists the sha256 of "
+            f"{', '.join(MODEL_FILES)}, and nothing else"
+        )
+    if manifest.get("format_version") != MODEL_FORMAT:
+        raise Refusal(
+            f"{file} has format version {manifest.get('format_version')!r}, and this build reads "
+            f"version {MODEL_FORMAT}"
+        )
+    return read_listed(path, files, file, "the model directory")
 
 
 def check_tokenizer_fits(model: Model) -> None:
@@ -179,7 +215,7 @@ def read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
     if not file.is_file():
         raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
     try:
-        record = json.loads(file.read_bytes())
+        record = jsonfile.loads(file.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a checkpoint record: {error}") from None
     if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
@@ -196,32 +232,13 @@ def read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
             f"version {TRAINER_FORMAT}"
         )
     _check_record_fields(file, record)
-    for name in record["files"]:
-        if not (path / name).is_file():
-            raise Refusal(f"{path / name} is missing; {file} lists it as part of the checkpoint")
-    # hashlib releases the GIL on large buffers, so the files hash side by side.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        contents = dict(
-            zip(
-                record["files"],
-                pool.map(_read_hashed, [path / n for n in record["files"]]),
-                strict=True,
-            )
-        )
-    for name, recorded in record["files"].items():
-        _, actual = contents[name]
-        if actual != recorded:
-            raise Refusal(
-                f"{path / name} has sha256 {actual}, and {file} records {recorded}; the file was "
-                "truncated or altered after the checkpoint was written"
-            )
-    return record, {name: data for name, (data, _) in contents.items()}
+    return record, read_listed(path, record["files"], file, "the checkpoint")
 
 
 def _check_record_fields(file: Path, record: dict) -> None:
     """Refuse a trainer.json whose own digest matches but whose step or file list no build of
     Zrodlo writes: a file outside the checkpoint is never read, a step is a count of updates."""
-    listed = (*MODEL_FILES, OPTIMIZER_FILE)
+    listed = (*MODEL_FILES, MANIFEST_FILE, OPTIMIZER_FILE)
     for name, digest in record["files"].items():
         if name not in listed:
             raise Refusal(
@@ -230,6 +247,9 @@ def _check_record_fields(file: Path, record: dict) -> None:
             )
         if not isinstance(digest, str):
             raise Refusal(f"{file} records {digest!r} as the sha256 of {name}, not a digest")
+    missing = [name for name in listed if name not in record["files"]]
+    if missing:
+        raise Refusal(f"{file} does not list {missing[0]}; the checkpoint is incomplete")
     step = record.get("step")
     if isinstance(step, bool) or not isinstance(step, int) or step < 1:
         raise Refusal(
@@ -240,11 +260,6 @@ def _check_record_fields(file: Path, record: dict) -> None:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _read_hashed(path: Path) -> tuple[bytes, str]:
-    data = path.read_bytes()
-    return data, hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -280,13 +295,6 @@ def read_checkpoint(path: Path) -> Checkpoint:
         raise Refusal(
             f"{path} records {record.get('step')} steps, not the {named.group(1)} its directory "
             "name states"
-        )
-    missing = [
-        name for name in CHECKPOINT_FILES if name != TRAINER_FILE and name not in record["files"]
-    ]
-    if missing:
-        raise Refusal(
-            f"{path / TRAINER_FILE} does not list {missing[0]}; the checkpoint is incomplete"
         )
     if not isinstance(record.get("run"), str):
         raise Refusal(

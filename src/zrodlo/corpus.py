@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from zrodlo import jsonfile
 from zrodlo.digest import file_sha256, json_sha256, write_json
 from zrodlo.documents import batched, read_documents
 from zrodlo.refusal import Refusal
@@ -218,7 +219,7 @@ class Corpus:
 
 def _read_manifest(file: Path) -> dict:
     try:
-        manifest = json.loads(file.read_bytes())
+        manifest = jsonfile.loads(file.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a corpus manifest: {error}") from None
     needed = ("format_version", "tokenizer_digest", "corpus_digest", "documents", "tokens")

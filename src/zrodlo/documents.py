@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from zrodlo import jsonfile
 from zrodlo.refusal import Refusal
 
 _NEEDS = "each line holds one JSON object with an id and a text"
@@ -51,11 +52,13 @@ def parse_line(path: Path, number: int, raw: bytes) -> Document:
     if not raw.strip():
         raise Refusal(f"{path} line {number} is empty; {_NEEDS}")
     try:
-        value = json.loads(raw)
+        value = jsonfile.loads(raw)
     except UnicodeDecodeError:
         raise Refusal(f"{path} line {number} is not UTF-8 text; {_NEEDS}") from None
     except json.JSONDecodeError as error:
-        raise Refusal(f"{path} line {number} is not valid JSON ({error.msg}); {_NEEDS}") from None
+        # One line is one document: the line of the file is the line to name.
+        reason = error.problem if isinstance(error, jsonfile.JSONLimit) else error.msg
+        raise Refusal(f"{path} line {number} is not valid JSON ({reason}); {_NEEDS}") from None
     if not isinstance(value, dict):
         kind = type(value).__name__
         raise Refusal(f"{path} line {number} holds a JSON {kind}, not an object; {_NEEDS}")

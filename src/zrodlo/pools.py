@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from zrodlo import jsonfile
 from zrodlo.digest import file_sha256
 from zrodlo.documents import read_documents
 from zrodlo.refusal import Refusal
@@ -69,7 +70,7 @@ def assign_pools(
 def read_splits(path: Path) -> dict[str, str]:
     """Read and check splits.json; return the pool of every id it names."""
     try:
-        data = json.loads(path.read_bytes())
+        data = jsonfile.loads(path.read_bytes())
     except OSError as error:
         raise Refusal(f"{path} cannot be read: {error.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from zrodlo import jsonfile
 from zrodlo.corpus import MANIFEST_FILE
 from zrodlo.output import replace_file
 from zrodlo.plot import Series, line_chart
@@ -81,7 +82,7 @@ def _read_json(path: Path, what: str, written_by: str) -> Any:
     if not path.is_file():
         raise Refusal(f"{path} does not exist; {written_by} writes {what}")
     try:
-        return json.loads(path.read_bytes())
+        return jsonfile.loads(path.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{path} does not load as {what}: {error}") from None
 

@@ -26,6 +26,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from zrodlo import jsonfile
 from zrodlo.checkpoint import (
     Model,
     check_removable,
@@ -140,7 +141,7 @@ def read_run(path: Path) -> dict | None:
     if not file.exists():
         return None
     try:
-        held = json.loads(file.read_bytes())
+        held = jsonfile.loads(file.read_bytes())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a run record: {error}") from None
     if not isinstance(held, dict) or not isinstance(held.get("run"), str):

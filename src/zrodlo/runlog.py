@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from zrodlo import jsonfile
 from zrodlo.refusal import Refusal, WriteFailure
 
 STEPS_FILE = "steps.csv"
@@ -155,7 +156,7 @@ class RunLog:
         """Make sure the ledger records the checkpoint a continued run starts from: once the
         ledger is cut back to `step`, that checkpoint's entry, if it was written, is its last line."""
         last = last_record(Path(self._files[LEDGER_FILE].name))
-        if not (last and json.loads(last) == {"step": step, "checkpoint": files}):
+        if not (last and jsonfile.loads(last) == {"step": step, "checkpoint": files}):
             self.checkpoint(step, files)
 
     def sync(self) -> None:
@@ -190,7 +191,7 @@ def read_ledger(path: Path) -> list[dict]:
     entries = []
     for number, line in enumerate(lines[:-1], start=1):  # lines[-1]: after the last newline
         try:
-            entry = json.loads(line)
+            entry = jsonfile.loads(line)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise Refusal(
                 f"{path} line {number} does not load as a ledger entry: {error}"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zrodlo import jsonfile
 from zrodlo.digest import json_sha256, write_json
 from zrodlo.refusal import Refusal
 
@@ -113,8 +114,17 @@ class CharTokenizer:
                 f"{path} holds no {FILE_NAME}; a tokenizer is written by zrodlo tokenizer fit"
             )
         try:
-            data = json.loads(file.read_bytes())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            data = file.read_bytes()
+        except OSError as error:
+            raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
+        return cls.from_bytes(file, data)
+
+    @classmethod
+    def from_bytes(cls, file: Path, content: bytes) -> CharTokenizer:
+        """The tokenizer whose tokenizer.json bytes are `content` (already read, maybe checked)."""
+        try:
+            data = jsonfile.loads(content)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
         tokenizer = cls._from_document(file, data)
         if data.get("digest") != tokenizer.digest:

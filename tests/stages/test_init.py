@@ -18,7 +18,7 @@ SHAPE = {"layers": 1, "heads": 2, "d-model": 8, "d-ff": 16, "positions": 8}
 # sha256 of model.safetensors for SHAPE, vocab_size 6 and --seed 7: the ChaCha20 draws are the
 # same on every machine, so this digest is too.
 PINNED_SHA256 = "5a30c056ae39efff1d9da9fb8bffe407e37a69d30b50499bfcefc808fe8af86f"
-FILES = ["config.json", "model.safetensors", "tokenizer.json"]
+FILES = ["config.json", "model.json", "model.safetensors", "tokenizer.json"]
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zrodlo.checkpoint import read_config
+from zrodlo.checkpoint import read_model, write_model
 from zrodlo.digest import json_sha256
 from zrodlo.tokenizer import CharTokenizer
 
@@ -18,10 +19,12 @@ from zrodlo.tokenizer import CharTokenizer
 def test_a_tokenizer_with_more_tokens_than_the_model_has_rows_is_refused(
     tmp_path, training_data, assert_refused_in_process, command
 ):
-    model = Path(shutil.copytree(training_data.model, tmp_path / "model"))
+    # Written whole, as a build that wrote it so would: only the sizes disagree.
+    loaded, model = read_model(training_data.model), tmp_path / "model"
     wider = CharTokenizer.fit(["the quick brown fox jumps over the lazy dog ZQXJ 0123456789"])
-    wider.save(model)
-    rows = read_config(model).vocab_size
+    model.mkdir()
+    write_model(model, loaded.config, wider, loaded.weights)
+    rows = loaded.config.vocab_size
     assert wider.vocab_size > rows
     corpus = training_data.corpus
     args = {
@@ -95,3 +98,65 @@ def test_a_corpus_whose_manifest_claims_another_corpus_is_refused(
         f"{impostor / 'corpus.json'} records corpus {claimed}; the manifest is not this corpus's, "
         "so prepare the corpus again",
     )
+
+
+def flip_a_byte(file: Path) -> str:
+    """Flip the last byte of a file (inside its data); return its new sha256."""
+    data = bytearray(file.read_bytes())
+    data[-1] ^= 0x01
+    file.write_bytes(bytes(data))
+    return hashlib.sha256(data).hexdigest()
+
+
+def model_args(command: str, model: Path, training_data, train_args, tmp_path) -> list:
+    return {
+        "evaluate": ["model", "evaluate", "--model", model, "--corpus", training_data.corpus],
+        "sample": ["model", "sample", "--model", model, "--seed", 1],
+        "train": train_args(model, training_data.corpus, tmp_path / "run", 2),
+    }[command]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "sample", "train"])
+@pytest.mark.parametrize("source", ["model directory", "checkpoint without trainer.json"])
+def test_a_flipped_bit_in_a_model_directorys_weights_is_refused(
+    tmp_path, training_data, trained_run, train_args, assert_refused_in_process, command, source
+):
+    origin = training_data.model if source == "model directory" else trained_run / "step-6"
+    model = Path(shutil.copytree(origin, tmp_path / "model"))
+    (model / "trainer.json").unlink(missing_ok=True)
+    (model / "optimizer.safetensors").unlink(missing_ok=True)
+    weights = model / "model.safetensors"
+    recorded = json.loads((model / "model.json").read_text())["files"]["model.safetensors"]
+    actual = flip_a_byte(weights)
+    assert_refused_in_process(
+        *model_args(command, model, training_data, train_args, tmp_path),
+        sentence=f"{weights} has sha256 {actual}, and {model / 'model.json'} records {recorded}; "
+        "the file was truncated or altered after the model directory was written",
+    )
+
+
+def test_a_weights_file_longer_than_its_header_states_is_refused_unread(
+    tmp_path, training_data, assert_refused_in_process
+):
+    model = Path(shutil.copytree(training_data.model, tmp_path / "model"))
+    weights = model / "model.safetensors"
+    stated = weights.stat().st_size
+    with open(weights, "r+b") as handle:
+        handle.truncate(stated + (8 << 30))  # 8 GiB more, sparse: nothing is written
+    assert_refused_in_process(
+        "model", "sample", "--model", model, "--seed", 1,
+        sentence=f"{weights} holds {stated + (8 << 30)} bytes, more than the {stated} a file of "
+        "its kind holds; it was altered after the model directory was written",
+    )  # fmt: skip
+
+
+def test_a_model_directory_without_its_manifest_is_refused(
+    tmp_path, training_data, assert_refused_in_process
+):
+    model = Path(shutil.copytree(training_data.model, tmp_path / "model"))
+    (model / "model.json").unlink()
+    assert_refused_in_process(
+        "model", "sample", "--model", model, "--seed", 1,
+        sentence=f"{model} holds no model.json, which lists the sha256 of its files; a model "
+        "directory is written by zrodlo model init or by zrodlo model train",
+    )  # fmt: skip

@@ -25,7 +25,7 @@ from zrodlo.digest import json_sha256
 from zrodlo.tokenizer import CharTokenizer
 
 STATE_FILES = ("model.safetensors", "optimizer.safetensors")
-CHECKPOINT_FILES = ("config.json", "tokenizer.json", *STATE_FILES, "trainer.json")
+CHECKPOINT_FILES = ("config.json", "tokenizer.json", "model.json", *STATE_FILES, "trainer.json")
 
 
 @pytest.fixture
@@ -487,7 +487,7 @@ def test_resume_refuses_a_trainer_json_listing_a_file_no_checkpoint_holds(run, r
     refused(
         checkpoint,
         f"{checkpoint / 'trainer.json'} lists {name!r}, which is no file of a checkpoint; a "
-        "checkpoint lists only config.json, tokenizer.json, model.safetensors, "
+        "checkpoint lists only config.json, tokenizer.json, model.safetensors, model.json, "
         "optimizer.safetensors",
     )
 

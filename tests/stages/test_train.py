@@ -50,6 +50,7 @@ FLAGS = {
 }
 CHECKPOINT_FILES = [
     "config.json",
+    "model.json",
     "model.safetensors",
     "optimizer.safetensors",
     "tokenizer.json",
