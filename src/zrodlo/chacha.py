@@ -377,6 +377,12 @@ def _drop_threshold(p: float) -> int:
     return round(p * 65536)
 
 
+def drop_rate(p: float) -> float:
+    """The probability with which a mask drawn for rate `p` drops an element: p quantised to the
+    16-bit threshold, which kept values must be scaled by to keep the mean (exact in a float)."""
+    return _drop_threshold(p) / 65536
+
+
 def keep_mask(stream: Stream, start: int, count: int, p: float) -> np.ndarray:
     """bool keep-mask, shape (count,): element e kept iff half e%2 of word e//2 >= round(p*65536)."""
     threshold = _drop_threshold(p)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from zrodlo.chacha import Purpose, Stream, check_seed, keep_mask_tensor
+from zrodlo.chacha import Purpose, Stream, check_seed, drop_rate, keep_mask_tensor
 
 
 class Site(enum.IntEnum):
@@ -79,13 +79,15 @@ class StepMasks:
 
 
 def apply_dropout(x: torch.Tensor, keep: torch.Tensor, p: float) -> torch.Tensor:
-    """x with dropped elements zeroed and kept ones scaled by 1/(1-p), in x's dtype.
+    """x with dropped elements zeroed and kept ones scaled by 1/(1-q), in x's dtype, where q is
+    the rate the mask was drawn with: p quantised to 16 bits (`drop_rate`), so the mean is kept.
 
-    p == 1 drops everything (returns zeros, like torch's dropout) rather than divide by zero.
+    A rate of 1 drops everything (returns zeros, like torch's dropout) rather than divide by zero.
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout p is {p!r}; it must be a number from 0 to 1")
-    if p == 0.0 or p == 1.0:  # nothing to scale, or a scale of infinity on zeros
+    rate = drop_rate(p)
+    if rate == 0.0 or rate == 1.0:  # nothing to scale, or a scale of infinity on zeros
         return x * keep
     # A Python scalar keeps x's dtype; the product by a bool mask does too.
-    return x * keep * (1.0 / (1.0 - p))
+    return x * keep * (1.0 / (1.0 - rate))

@@ -134,3 +134,13 @@ def test_masks_on_cuda_equal_masks_on_cpu() -> None:
     on_gpu = masks.keep(1, Site.ATTENTION_PROBS, shape, 0.1, torch.device("cuda"))
     assert on_gpu.device.type == "cuda"
     assert torch.equal(on_gpu.cpu(), masks.keep(1, Site.ATTENTION_PROBS, shape, 0.1, CPU))
+
+
+def test_kept_values_are_scaled_by_the_rate_the_mask_was_drawn_with() -> None:
+    """0.1 is no multiple of 2^-16: masks drop at round(0.1 * 65536) / 65536 = 6554 / 65536, and
+    a scale of 1 / (1 - 0.1) would shift the mean by about 7e-6 of itself."""
+    p = 0.1
+    x = torch.ones(64, 64, dtype=torch.float64)
+    keep = StepMasks(3, 1).keep(0, Site.EMBEDDING, (64, 64), p, CPU)
+    y = apply_dropout(x, keep, p)
+    assert torch.equal(y[keep], torch.full_like(y[keep], 1 / (1 - 6554 / 65536)))
