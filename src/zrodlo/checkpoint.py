@@ -23,7 +23,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as safetensors_bytes
 
 from zrodlo import jsonfile
-from zrodlo.digest import json_sha256, write_json
+from zrodlo.digest import file_sha256, json_sha256, write_json
 from zrodlo.manifest import read_listed
 from zrodlo.model import ModelConfig, check_weights
 from zrodlo.output import is_partial
@@ -87,10 +87,10 @@ def write_model(
     """Write the files of a model directory; return their sha256 by file name."""
     write_json(directory / CONFIG_FILE, config.to_json())
     tokenizer.save(directory)
-    digests = {name: _sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
+    digests = {name: file_sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
     digests[WEIGHTS_FILE] = write_tensors(directory / WEIGHTS_FILE, weights)
     write_json(directory / MANIFEST_FILE, {"format_version": MODEL_FORMAT, "files": digests})
-    return {**digests, MANIFEST_FILE: _sha256(directory / MANIFEST_FILE)}
+    return {**digests, MANIFEST_FILE: file_sha256(directory / MANIFEST_FILE)}
 
 
 def read_config(path: Path, data: bytes | None = None) -> ModelConfig:
@@ -256,10 +256,6 @@ def _check_record_fields(file: Path, record: dict) -> None:
             f"{file} records step {json.dumps(step)}; a checkpoint's step is a whole number of "
             "1 or more"
         )
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @dataclass(frozen=True)
