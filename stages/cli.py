@@ -7,6 +7,7 @@ import sys
 import typer
 
 from stages import (
+    assign,
     diff,
     documents,
     evaluate,
@@ -16,7 +17,6 @@ from stages import (
     resume,
     sample,
     split,
-    splits,
     tokenizer,
     train,
 )
@@ -43,9 +43,9 @@ app.add_typer(corpus_group, name="corpus")
 app.add_typer(model_group, name="model")
 app.add_typer(checkpoint_group, name="checkpoint")
 
-documents_group.command("pydoc")(documents.pydoc)
+documents_group.command("torch-docs")(documents.torch_docs)
 documents_group.command("import")(documents.import_documents)
-documents_group.command("splits")(splits.splits)
+documents_group.command("assign")(assign.assign)
 documents_group.command("split")(split.split)
 tokenizer_group.command("fit")(tokenizer.fit)
 corpus_group.command("prepare")(prepare.prepare)

@@ -1,4 +1,5 @@
-"""`zrodlo documents pydoc` and `zrodlo documents import`: write a documents file (the `documents` stage)."""
+"""`zrodlo documents torch-docs` and `zrodlo documents import`: write a documents file (the
+`documents` stage runs the first)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,26 @@ from pathlib import Path
 import typer
 
 from zrodlo.output import new_file
-from zrodlo.sources import pydoc_documents, source_documents, write_documents
+from zrodlo.sources import (
+    DEFAULT_PACKAGE_FOLDER,
+    DEFAULT_TORCH,
+    source_documents,
+    write_default_documents,
+    write_documents,
+)
 
 
-def pydoc(
+def torch_docs(
     output: Path = typer.Option(..., help="The documents file (JSONL) to write; must not exist."),
 ) -> None:
-    """Write Python's own reference documentation as documents, one per topic (id = topic name)."""
+    """Write the default documents: the docstrings of torch.nn's modules in the pinned torch, one
+    per module, class and function (id = its qualified name), checked against their sha256."""
     with new_file(output) as partial:
-        count = write_documents(pydoc_documents(), partial, "pydoc_data.topics")
-    typer.echo(f"wrote {output}: {count} documents from pydoc_data.topics")
+        count = write_default_documents(partial)
+    typer.echo(
+        f"wrote {output}: {count} documents, the docstrings of torch {DEFAULT_TORCH}'s "
+        f"{DEFAULT_PACKAGE_FOLDER}"
+    )
 
 
 def import_documents(

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from stages import options
+
 
 def evaluate(
     model: Path = typer.Option(..., help="The model directory or checkpoint to score."),
@@ -25,8 +27,8 @@ def evaluate(
     output: Path | None = typer.Option(
         None, help="Write the scores as JSON to this file (replaced if it exists)."
     ),
-    device: str = typer.Option("cpu", help="The device to compute on: cpu, metal or cuda."),
-    ordinal: int | None = typer.Option(None, help="The GPU to use; required for metal and cuda."),
+    device: str = options.DEVICE_OR_CPU,
+    ordinal: int | None = options.ORDINAL,
 ) -> None:
     """Target-weighted loss (nats), perplexity and bits per character of each corpus."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.

@@ -1,4 +1,5 @@
-"""The flags `model train` and `checkpoint resume` share, with one help text each (seeds 000, 001)."""
+"""The flags several commands share, with one help text each: those of `model train` and
+`checkpoint resume` (seeds 000, 001), and the device flags of evaluate and sample too."""
 
 from __future__ import annotations
 
@@ -18,5 +19,8 @@ KEEP_CHECKPOINTS = typer.Option(
     help="Keep only the newest this many checkpoints under --output, removing older ones as new "
     "ones are written.",
 )
-DEVICE = typer.Option(..., help="The device to compute on: cpu, metal or cuda.")
+_DEVICE_HELP = "The device to compute on: cpu, metal or cuda."
+# A run names its device (seed 001); scoring and sampling default to the CPU.
+DEVICE = typer.Option(..., help=_DEVICE_HELP)
+DEVICE_OR_CPU = typer.Option("cpu", help=_DEVICE_HELP)
 ORDINAL = typer.Option(None, help="The GPU to use; required for metal and cuda.")

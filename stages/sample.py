@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from stages import options
+
 
 def sample(
     model: Path = typer.Option(..., help="The model directory or checkpoint to sample from."),
@@ -19,8 +21,8 @@ def sample(
     seed: int = typer.Option(
         ..., help="Keys the ChaCha20 draws: the same seed gives the same text."
     ),
-    device: str = typer.Option("cpu", help="The device to compute on: cpu, metal or cuda."),
-    ordinal: int | None = typer.Option(None, help="The GPU to use; required for metal and cuda."),
+    device: str = options.DEVICE_OR_CPU,
+    ordinal: int | None = options.ORDINAL,
 ) -> None:
     """Continue a prompt with text drawn from the model."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.

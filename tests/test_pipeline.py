@@ -1,7 +1,7 @@
 """The DVC pipeline: real `dvc repro` in a temporary git repository on a small documents fixture.
 
 The repository gets the data stages of the project's dvc.yaml, without its `documents` stage (which
-would read Python's own documentation) and with a committed data/documents.jsonl in its place; src/ and stages/ are copied
+would read the pinned torch's docstrings) and with a committed data/documents.jsonl in its place; src/ and stages/ are copied
 so that every code dependency the stages list exists.
 """
 

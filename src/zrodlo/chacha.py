@@ -5,10 +5,10 @@ two indices), and word w of the stream is word w % 16 of the block with counter 
 is a pure function of (stream, start, count), so element i computed alone equals element i of any
 longer draw that covers it, and a resumed run needs nothing but its step count to draw the same.
 
-Four implementations of the keystream give the same bits: a plain-Python reference
-(`block_reference`), a numpy one vectorised over blocks (`keystream_numpy`), a fast one through PyCA
-cryptography (`keystream`, the one the draws use on the CPU) and a torch one (`keystream_torch`)
-that draws dropout masks on the device where they are used.
+Two implementations of the keystream give the same bits: a fast one through PyCA cryptography
+(`keystream`, the one the draws use on the CPU) and a torch one (`keystream_torch`) that draws
+dropout masks on the device where they are used. The tests hold them to RFC 8439's vectors and to
+independent references of their own.
 """
 
 from __future__ import annotations
@@ -98,24 +98,7 @@ class Stream:
 
 
 # ---------------------------------------------------------------------------------------------
-# The keystream, four ways.
-
-
-def _rotl32(x: int, n: int) -> int:
-    return ((x << n) & _MASK32) | (x >> (32 - n))
-
-
-def quarter_round(a: int, b: int, c: int, d: int) -> tuple[int, int, int, int]:
-    """RFC 8439 2.1 on four 32-bit words; the reference the vectorised versions are tested against."""
-    a = (a + b) & _MASK32
-    d = _rotl32(d ^ a, 16)
-    c = (c + d) & _MASK32
-    b = _rotl32(b ^ c, 12)
-    a = (a + b) & _MASK32
-    d = _rotl32(d ^ a, 8)
-    c = (c + d) & _MASK32
-    b = _rotl32(b ^ c, 7)
-    return a, b, c, d
+# The keystream, two ways.
 
 
 def _check_block_args(key: bytes, counter: int, nonce: bytes, blocks: int) -> None:
@@ -138,63 +121,9 @@ def _initial_state(key: bytes, counter: int, nonce: bytes) -> list[int]:
     ]
 
 
-def block_reference(key: bytes, counter: int, nonce: bytes) -> bytes:
-    """RFC 8439 2.3: the 64-byte block `counter` of (key, nonce), in plain Python."""
-    _check_block_args(key, counter, nonce, 1)
-    state = _initial_state(key, counter, nonce)
-    x = list(state)
-    for _ in range(10):
-        for i, j, k, m in (
-            (0, 4, 8, 12),
-            (1, 5, 9, 13),
-            (2, 6, 10, 14),
-            (3, 7, 11, 15),
-            (0, 5, 10, 15),
-            (1, 6, 11, 12),
-            (2, 7, 8, 13),
-            (3, 4, 9, 14),
-        ):
-            x[i], x[j], x[k], x[m] = quarter_round(x[i], x[j], x[k], x[m])
-    return struct.pack("<16I", *[(x[i] + state[i]) & _MASK32 for i in range(16)])
-
-
-def keystream_numpy(key: bytes, nonce: bytes, counter: int, blocks: int) -> np.ndarray:
-    """Blocks counter..counter+blocks-1 as uint32 words, shape (blocks*16,), computed with numpy.
-
-    The state is held as four rows of the 4x4 matrix, each (4, blocks); a column round is one
-    quarter round on the rows, a diagonal round the same after rotating rows b, c, d by 1, 2, 3.
-    """
-    _check_block_args(key, counter, nonce, blocks)
-    init = np.empty((16, blocks), dtype=np.uint32)  # (16, blocks)
-    init[:] = np.asarray(_initial_state(key, 0, nonce), dtype=np.uint32)[:, None]
-    init[12] = np.arange(counter, counter + blocks, dtype=np.uint64).astype(np.uint32)
-    a, b, c, d = (init[4 * r : 4 * r + 4].copy() for r in range(4))  # each (4, blocks)
-
-    def rotl(x: np.ndarray, n: int) -> np.ndarray:
-        return (x << np.uint32(n)) | (x >> np.uint32(32 - n))
-
-    def qr(a, b, c, d):  # uint32 arithmetic wraps mod 2**32, as ChaCha20 needs
-        a = a + b
-        d = rotl(d ^ a, 16)
-        c = c + d
-        b = rotl(b ^ c, 12)
-        a = a + b
-        d = rotl(d ^ a, 8)
-        c = c + d
-        b = rotl(b ^ c, 7)
-        return a, b, c, d
-
-    for _ in range(10):
-        a, b, c, d = qr(a, b, c, d)
-        b, c, d = np.roll(b, -1, axis=0), np.roll(c, -2, axis=0), np.roll(d, -3, axis=0)
-        a, b, c, d = qr(a, b, c, d)
-        b, c, d = np.roll(b, 1, axis=0), np.roll(c, 2, axis=0), np.roll(d, 3, axis=0)
-    out = np.concatenate([a, b, c, d]) + init  # (16, blocks)
-    return np.ascontiguousarray(out.T).reshape(-1)  # (blocks*16,): block-major, as in the stream
-
-
 def keystream(key: bytes, nonce: bytes, counter: int, blocks: int) -> np.ndarray:
-    """The same words as `keystream_numpy`, (blocks*16,) uint32, through PyCA cryptography (OpenSSL).
+    """Blocks counter..counter+blocks-1 as uint32 words, shape (blocks*16,), through PyCA
+    cryptography (OpenSSL).
 
     PyCA's ChaCha20 takes a 16-byte nonce: the 4-byte little-endian block counter, then the
     RFC 8439 12-byte nonce. The keystream is the encryption of zeros.
@@ -427,40 +356,10 @@ def _keep_mask_on_device(
 # ---------------------------------------------------------------------------------------------
 # Integers.
 
-# Each bounded integer owns 8 words: four 64-bit candidates (low word first). It takes the first
-# candidate that Lemire's multiply-shift method accepts, so element i depends on its own words alone.
-_CANDIDATES = 4
-BOUNDED_MAX = 2**32
-
 
 def _u64(w: np.ndarray) -> np.ndarray:
     """Pairs of uint32 words (low first), shape (..., 2), as uint64 of shape (...)."""
     return w[..., 0].astype(np.uint64) | (w[..., 1].astype(np.uint64) << np.uint64(32))
-
-
-def bounded_integers(stream: Stream, start: int, count: int, n: int) -> np.ndarray:
-    """int64 uniform in [0, n), shape (count,), for 1 <= n <= 2**32.
-
-    Element i reads words 8(start+i) .. 8(start+i)+7 as four 64-bit candidates x_j and returns
-    floor(x_j * n / 2**64) for the first j whose low product word x_j * n mod 2**64 is at least
-    2**64 mod n (Lemire's rejection, which makes each accepted value exactly uniform). A candidate is
-    rejected with probability below n / 2**64 <= 2**-32, so all four are rejected with probability
-    below 2**-128; then the last candidate's value is used, a bias no run will ever meet.
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= BOUNDED_MAX:
-        raise ValueError(f"n is {n!r}; it must be a whole number from 1 to 2**32")
-    first, end = _check_range(start, count, 2 * _CANDIDATES)
-    x = _u64(_words(stream, first, end).reshape(count, _CANDIDATES, 2))  # (count, 4)
-    n64 = np.uint64(n)
-    # 64x64 -> 128-bit product in uint64 halves; n <= 2**32 keeps each partial product below 2**64.
-    lo_prod = (x & np.uint64(_MASK32)) * n64
-    hi_prod = (x >> np.uint64(32)) * n64
-    low = lo_prod + (hi_prod << np.uint64(32))  # wraps mod 2**64
-    carry = (low < lo_prod).astype(np.uint64)
-    high = (hi_prod >> np.uint64(32)) + carry  # floor(x * n / 2**64), in [0, n)
-    accepted = low >= np.uint64(2**64 % n)  # (count, 4)
-    choice = np.where(accepted.any(axis=1), accepted.argmax(axis=1), _CANDIDATES - 1)
-    return high[np.arange(count), choice].astype(np.int64)
 
 
 def permutation(stream: Stream, n: int) -> np.ndarray:

@@ -286,12 +286,7 @@ def read_checkpoint(path: Path) -> Checkpoint:
             "place can be resumed"
         )
     record, files = read_verified(path)
-    named = _STEP_NAME.fullmatch(path.name)
-    if named and named.group(1) != str(record.get("step")):
-        raise Refusal(
-            f"{path} records {record.get('step')} steps, not the {named.group(1)} its directory "
-            "name states"
-        )
+    check_named_step(path, record)
     if not isinstance(record.get("run"), str):
         raise Refusal(
             f"{path / TRAINER_FILE} names no run it belongs to; the checkpoint is incomplete"
@@ -305,17 +300,10 @@ def check_removable(path: Path, run: str | None = None) -> dict:
     """Refuse to delete a directory under a run unless it is a checkpoint Zrodlo wrote whole, and,
     given `run`, one of that run: retention removes only the checkpoints of the run being written.
     Return its verified trainer.json (an empty dict for a directory not named like a checkpoint)."""
-    match = _STEP_NAME.fullmatch(path.name)
-    if match is None:
+    if named_step(path) is None:
         return {}
-    name = match.group(1)
-    if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name.startswith("0")):
-        raise Refusal(f"{path} is named like a checkpoint, but {name} is no step count")
     record = read_record(path)
-    if record.get("step") != int(name):
-        raise Refusal(
-            f"{path} records {record.get('step')} steps, not the {int(name)} its directory name states"
-        )
+    check_named_step(path, record)
     read_config(path)
     for entry in sorted(path.iterdir()):
         if entry.name not in CHECKPOINT_FILES:
@@ -346,12 +334,27 @@ def checkpoints_in(run: Path) -> list[tuple[int, Path]]:
     found = []
     if run.is_dir():
         for entry in run.iterdir():
-            match = _STEP_NAME.fullmatch(entry.name)
-            if match and entry.is_dir():
-                name = match.group(1)
-                if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name[0] == "0"):
-                    raise Refusal(
-                        f"{entry} is named like a checkpoint, but {name} is no step count"
-                    )
-                found.append((int(name), entry))
+            if entry.is_dir() and (step := named_step(entry)) is not None:
+                found.append((step, entry))
     return sorted(found)
+
+
+def named_step(path: Path) -> int | None:
+    """The step a `step-<n>` directory's name states, None for a name not like a checkpoint's;
+    a name like one that holds no step count (`step-x`, `step-02`) is refused."""
+    match = _STEP_NAME.fullmatch(path.name)
+    if match is None:
+        return None
+    name = match.group(1)
+    if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name.startswith("0")):
+        raise Refusal(f"{path} is named like a checkpoint, but {name} is no step count")
+    return int(name)
+
+
+def check_named_step(path: Path, record: dict) -> None:
+    """Refuse a checkpoint whose verified record counts other steps than its name states."""
+    step = named_step(path)
+    if step is not None and record.get("step") != step:
+        raise Refusal(
+            f"{path} records {record.get('step')} steps, not the {step} its directory name states"
+        )

@@ -165,7 +165,6 @@ class Corpus:
 
     path: Path
     manifest: dict
-    ids: pa.ChunkedArray
     tokens: np.ndarray
     offsets: np.ndarray
 
@@ -214,7 +213,7 @@ class Corpus:
                 f"corpus {manifest['corpus_digest']}; the manifest is not this corpus's, so "
                 "prepare the corpus again"
             )
-        return cls(path, manifest, table.column("id"), tokens, offsets)
+        return cls(path, manifest, tokens, offsets)
 
 
 def _read_manifest(file: Path) -> dict:

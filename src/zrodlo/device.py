@@ -1,9 +1,12 @@
-"""The device a run computes on: the --device and --ordinal rules, and whether this machine has it.
+"""The device a run computes on: the --device and --ordinal rules, whether this machine has it, and
+how much memory it holds.
 
 `metal` is PyTorch's MPS backend. bf16 needs a GPU: the CPU backend is refused before anything runs.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -64,3 +67,11 @@ def describe(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda:{device.index} ({torch.cuda.get_device_name(device)})"
     return "metal" if device.type == "mps" else "cpu"
+
+
+def memory_of(device: torch.device) -> int:
+    """Bytes of memory a run on `device` can hold: the GPU's own on CUDA, else the machine's
+    physical memory (which an Apple GPU shares)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

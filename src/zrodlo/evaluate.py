@@ -8,7 +8,6 @@ Scoring switches dropout off and records no gradient, and leaves the model in th
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +15,7 @@ import torch
 
 from zrodlo.loss import summed_nll, valid_targets
 from zrodlo.model import GPT
+from zrodlo.precision import autocast
 from zrodlo.windows import WindowTable, collate
 
 
@@ -38,13 +38,6 @@ class Score:
     @property
     def bits_per_character(self) -> float:
         return self.loss / math.log(2)
-
-
-def autocast(device: torch.device, precision: str):
-    """bf16 mixed precision on a GPU, or nothing: norms, softmax and the loss stay f32 either way."""
-    if precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return nullcontext()
 
 
 def score(

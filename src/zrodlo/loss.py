@@ -7,8 +7,6 @@ a full one, and padding (target -100) is neither scored nor counted. Each micro-
 the micro-batch size.
 """
 
-from collections.abc import Iterable
-
 import torch
 import torch.nn.functional as F
 
@@ -49,19 +47,3 @@ def micro_batch_loss(
         raise ValueError(f"a step with {step_targets} valid targets has no loss")
     summed = summed_nll(logits, targets)
     return summed / step_targets, summed.detach()
-
-
-def weighted_mean(pairs: Iterable[tuple[float, int]]) -> float:
-    """Mean NLL per target over (summed NLL, valid targets) pairs, in the order given.
-
-    Each pair is one batch's sum and count; the result weights every target equally, so
-    [(3.0, 6), (4.0, 2)] gives 7 / 8 = 0.875, not the mean of the batch means 1.25.
-    """
-    total = 0.0
-    count = 0
-    for summed, targets in pairs:
-        total += float(summed)
-        count += int(targets)
-    if count == 0:
-        raise ValueError("no valid target to average over")
-    return total / count

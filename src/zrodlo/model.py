@@ -9,7 +9,6 @@ from `zrodlo.chacha`, so nothing here reads torch's random state.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -20,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zrodlo.chacha import Purpose, Stream, normal
+from zrodlo.device import memory_of
 from zrodlo.dropout import Site, StepMasks, apply_dropout
 from zrodlo.refusal import Refusal
 
@@ -103,20 +103,37 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
         if (_is_int(value) or isinstance(value, float)) and 0 <= value < 1:
             continue
         raise Refusal(f"{name(field)} is {value}; it must lie from 0 up to but not including 1")
-    count = parameter_count(config)
-    # Training holds four float32 numbers a parameter: the weight, its gradient, AdamW's moments.
-    needed, memory = count * 4 * 4, _machine_memory()
+    needed, memory = training_state_bytes(config), memory_of(torch.device("cpu"))
     if needed > memory:
         raise Refusal(
-            f"a model of {count:,} parameters needs {needed / 2**30:,.1f} GiB for its float32 "
-            f"weights, gradients and AdamW moments, more than the {memory / 2**30:,.1f} GiB of "
-            "memory this machine has"
+            f"a model of {parameter_count(config):,} parameters needs {needed / 2**30:,.1f} GiB "
+            f"for its float32 weights, gradients and AdamW moments, more than the "
+            f"{memory / 2**30:,.1f} GiB of memory this machine has"
         )
 
 
-def _machine_memory() -> int:
-    """Bytes of physical memory on this machine."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+def training_state_bytes(config: ModelConfig) -> int:
+    """Bytes of the four float32 numbers training holds a parameter: the weight, its gradient and
+    AdamW's two moments."""
+    return parameter_count(config) * 4 * 4
+
+
+def step_activation_bytes(config: ModelConfig, windows: int, context: int, precision: str) -> int:
+    """A lower bound on the bytes one forward pass of `windows` windows at `context` keeps for its
+    backward pass: what it needs at the least, so a pass this bound does not fit cannot run.
+
+    Each of the context-1 positions of a window keeps, in every block, the normed input of its two
+    branches, the query, key and value, the attention's output (6 d_model numbers) and the MLP's
+    hidden layer before and after GELU (2 d_ff), and the attention probabilities of every head
+    (heads x positions) when they are masked by dropout; then the last norm's output and two copies
+    of the logits, the logits and their log-softmax. Under bf16 no number takes under 2 bytes.
+    """
+    positions = context - 1
+    per_block = 6 * config.d_model + 2 * config.d_ff
+    if config.attention_dropout > 0:
+        per_block += config.heads * positions
+    per_position = config.layers * per_block + config.d_model + 2 * config.vocab_size
+    return windows * positions * per_position * (4 if precision == "f32" else 2)
 
 
 class LayerNorm(nn.Module):
@@ -266,12 +283,6 @@ def parameter_count(config: ModelConfig) -> int:
     # Two norms (scale and bias), qkv and out projections, the MLP's up and down, with biases.
     block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
     return embeddings + config.layers * block + 2 * d + d * config.vocab_size
-
-
-def is_matrix(name: str, tensor: torch.Tensor) -> bool:
-    """Whether a parameter decays under `--decay-scope matrices`: embeddings and linear weights do,
-    biases and norm scales (one dimension) do not. `name` is there to filter named_parameters()."""
-    return tensor.dim() >= 2
 
 
 def _initial_std(name: str, config: ModelConfig) -> float | None:

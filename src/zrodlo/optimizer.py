@@ -13,18 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from zrodlo.refusal import Refusal
+from zrodlo.refusal import Refusal, shown
 
 DECAY_SCOPES = ("all", "matrices")
 STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")
-
-
-def _shown(value: float | int) -> str:
-    """A number as the user typed it, as near as the parsed value allows: `0.1`, `nan`, `-3`."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        # float() first: repr of a numpy scalar would name its type (`np.float64(0.1)`).
-        return repr(float(value))
-    return str(value)
 
 
 SMALLEST_NORMAL_F32 = float(np.finfo(np.float32).tiny)
@@ -48,24 +40,24 @@ class AdamWSettings:
         """Raise the first refusal that applies, in seed 001's order: epsilon, betas, decay."""
         if not _positive_finite(self.epsilon):
             raise Refusal(
-                f"--epsilon is {_shown(self.epsilon)}; it must be a positive finite number"
+                f"--epsilon is {shown(self.epsilon)}; it must be a positive finite number"
             )
         if float(np.float32(self.epsilon)) < SMALLEST_NORMAL_F32:
             # AdamW adds epsilon to float32 moments: below float32's normal range it rounds to
             # zero (or loses its precision), and a weight whose gradient is zero turns into 0/0.
             raise Refusal(
-                f"--epsilon is {_shown(self.epsilon)}, which float32 cannot hold; it must be at "
+                f"--epsilon is {shown(self.epsilon)}, which float32 cannot hold; it must be at "
                 f"least {SMALLEST_NORMAL_F32!r}"
             )
         for flag, beta in (("--beta1", self.beta1), ("--beta2", self.beta2)):
             # A NaN fails both comparisons, so it is refused too.
             if not (0 < beta < 1):
                 raise Refusal(
-                    f"{flag} is {_shown(beta)}; a moment decay lies above zero and below 1"
+                    f"{flag} is {shown(beta)}; a moment decay lies above zero and below 1"
                 )
         if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
             raise Refusal(
-                f"--weight-decay is {_shown(self.weight_decay)}; "
+                f"--weight-decay is {shown(self.weight_decay)}; "
                 "it must be a finite number that is not negative"
             )
         if self.decay_scope not in DECAY_SCOPES:
@@ -78,7 +70,7 @@ class AdamWSettings:
 def check_clip_norm(value: float | None) -> None:
     """Refuse a clip norm that is given and is not a positive finite number."""
     if value is not None and not _positive_finite(value):
-        raise Refusal(f"--clip-norm is {_shown(value)}; it must be a positive finite number")
+        raise Refusal(f"--clip-norm is {shown(value)}; it must be a positive finite number")
 
 
 def decays(parameter: torch.Tensor, scope: str) -> bool:

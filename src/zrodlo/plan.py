@@ -7,16 +7,15 @@ the seed lists them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from zrodlo.chacha import check_seed
 from zrodlo.optimizer import AdamWSettings, check_clip_norm
+from zrodlo.precision import PRECISIONS
 from zrodlo.refusal import Refusal
 from zrodlo.schedule import Schedule, check_learning_rate
 from zrodlo.windows import check_context
-
-PRECISIONS = ("f32", "bf16")
 
 
 def _check_whole(flag: str, value: int | None, least: int = 1) -> None:
@@ -124,6 +123,3 @@ class RunPlan:
     def from_hyperparameters(cls, data: dict[str, Any], **rest: Any) -> RunPlan:
         """The plan recorded by `hyperparameters`, with the run's own steps and schedule of writes."""
         return cls(**data, **rest)
-
-    def continued(self, steps: int, **writes: Any) -> RunPlan:
-        return replace(self, steps=steps, **writes)

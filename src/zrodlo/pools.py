@@ -20,7 +20,8 @@ POOLS = ("train", "validation", "test")
 _ONE_POOL = "every id belongs to exactly one pool"
 
 
-def _shown(doc_id: str) -> str:
+def _quoted(doc_id: str) -> str:
+    """An id as JSON writes it, so quotes, spaces and control characters show."""
     return json.dumps(doc_id, ensure_ascii=False)
 
 
@@ -87,7 +88,7 @@ def read_splits(path: Path) -> dict[str, str]:
     for name in data:
         if name not in POOLS:
             raise Refusal(
-                f"{path} names a pool {_shown(name)}; the pools are train, validation and test"
+                f"{path} names a pool {_quoted(name)}; the pools are train, validation and test"
             )
     pool_of: dict[str, str] = {}
     for pool in POOLS:
@@ -102,10 +103,10 @@ def read_splits(path: Path) -> dict[str, str]:
         for doc_id in ids:
             earlier = pool_of.get(doc_id)
             if earlier == pool:
-                raise Refusal(f"{path} lists id {_shown(doc_id)} twice in {pool}; {_ONE_POOL}")
+                raise Refusal(f"{path} lists id {_quoted(doc_id)} twice in {pool}; {_ONE_POOL}")
             if earlier is not None:
                 raise Refusal(
-                    f"{path} puts id {_shown(doc_id)} in both {earlier} and {pool}; {_ONE_POOL}"
+                    f"{path} puts id {_quoted(doc_id)} in both {earlier} and {pool}; {_ONE_POOL}"
                 )
             pool_of[doc_id] = pool
     return pool_of
@@ -127,7 +128,7 @@ def split_documents(documents: Path, splits: Path, output: Path) -> dict:
             pool = pool_of.get(document.id)
             if pool is None:
                 raise Refusal(
-                    f"{documents} line {document.line} has id {_shown(document.id)}, which "
+                    f"{documents} line {document.line} has id {_quoted(document.id)}, which "
                     f"{splits} puts in no pool; every document belongs to exactly one pool"
                 )
             seen.add(document.id)
@@ -137,7 +138,7 @@ def split_documents(documents: Path, splits: Path, output: Path) -> dict:
     for doc_id, pool in pool_of.items():
         if doc_id not in seen:
             raise Refusal(
-                f"{splits} names id {_shown(doc_id)} in {pool}, and no document of {documents} "
+                f"{splits} names id {_quoted(doc_id)} in {pool}, and no document of {documents} "
                 "has it"
             )
     return {

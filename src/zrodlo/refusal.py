@@ -1,7 +1,8 @@
 """The one exception a refusal raises: it carries the sentence the user reads after `Error: `.
 
 `WriteFailure` is the refusal of the operating system rather than of Zrodlo (a full disk, a
-read-only directory): its sentence names the output that could not be written and why.
+read-only directory): its sentence names the output that could not be written and why. `shown`
+writes a number into a sentence as the user typed it.
 """
 
 from __future__ import annotations
@@ -38,3 +39,11 @@ class WriteFailure(Refusal):
         super().__init__(sentence if then is None else f"{sentence}; {then}")
         self.path = path
         self.error = error
+
+
+def shown(value: float | int) -> str:
+    """A number as the user typed it, as near as the parsed value allows: `0.1`, `nan`, `-3`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        # float() first: repr of a numpy scalar would name its type (`np.float64(0.1)`).
+        return repr(float(value))
+    return str(value)

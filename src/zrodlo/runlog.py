@@ -45,7 +45,7 @@ class StepRecord:
     learning_rate: float
     grad_norm: float
     targets: int
-    windows: str  # sha256 of the step's window indices (int64 little-endian)
+    windows_digest: str  # sha256 of the step's window indices (int64 little-endian)
     seconds: float
     eval_loss: float | None = None
 
@@ -136,7 +136,7 @@ class RunLog:
         )
         entry = {
             "step": record.step,
-            "windows": record.windows,
+            "windows": record.windows_digest,
             "loss": _hex(record.loss),
             "learning_rate": _hex(record.learning_rate),
             "grad_norm": _hex(record.grad_norm),

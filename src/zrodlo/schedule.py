@@ -19,31 +19,23 @@ continue the same schedule.
 import math
 from dataclasses import dataclass
 
-from zrodlo.refusal import Refusal
+from zrodlo.refusal import Refusal, shown
 
 DECAY_SHAPES = ("cosine", "linear")
-
-
-def _shown(value: float | int) -> str:
-    """A number as the user typed it, as near as the parsed value allows: `0.1`, `nan`, `-3`."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        # float() first: repr of a numpy scalar would name its type (`np.float64(0.1)`).
-        return repr(float(value))
-    return str(value)
 
 
 def check_learning_rate(learning_rate: float) -> None:
     """Refuse a peak rate that is not a positive finite number (seed 001's first sentence)."""
     if not (math.isfinite(learning_rate) and learning_rate > 0):
         raise Refusal(
-            f"--learning-rate is {_shown(learning_rate)}; it must be a positive finite number"
+            f"--learning-rate is {shown(learning_rate)}; it must be a positive finite number"
         )
 
 
 def _check_count(flag: str, value: int | None) -> None:
     if value is not None and value < 0:
         raise Refusal(
-            f"{flag} is {_shown(value)}; it must be a whole number of updates, zero or more"
+            f"{flag} is {shown(value)}; it must be a whole number of updates, zero or more"
         )
 
 
@@ -89,8 +81,8 @@ class Schedule:
             and 0 <= self.min_learning_rate <= self.learning_rate
         ):
             raise Refusal(
-                f"--min-learning-rate is {_shown(self.min_learning_rate)}; it must be a finite "
-                f"number from zero up to --learning-rate {_shown(self.learning_rate)}"
+                f"--min-learning-rate is {shown(self.min_learning_rate)}; it must be a finite "
+                f"number from zero up to --learning-rate {shown(self.learning_rate)}"
             )
         if self.decay_shape is not None and self.decay_shape not in DECAY_SHAPES:
             # The command line passes the value as typed, so an unknown name is refused here.

@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from zrodlo.checkpoint import Checkpoint, Model
+from zrodlo.device import memory_of
 from zrodlo.dropout import StepMasks
-from zrodlo.evaluate import autocast
 from zrodlo.loss import micro_batch_loss
-from zrodlo.model import GPT
+from zrodlo.model import GPT, ModelConfig, step_activation_bytes, training_state_bytes
 from zrodlo.optimizer import (
     build_adamw,
     clip_gradients,
@@ -27,6 +27,7 @@ from zrodlo.optimizer import (
     set_learning_rate,
 )
 from zrodlo.plan import RunPlan
+from zrodlo.precision import autocast
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import StepRecord
 from zrodlo.windows import WindowStream, WindowTable, collate
@@ -68,6 +69,7 @@ class Trainer:
         device: torch.device,
     ) -> Trainer:
         """A fresh run from a model's weights: a new AdamW, the schedule from its first update."""
+        _check_step_fits(model.config, plan, device)
         network = GPT.from_weights(model.config, model.weights, device, str(model.path))
         optimizer = build_adamw(network.named_parameters(), plan.adamw, plan.learning_rate)
         return cls(plan, network, optimizer, tokens, table, device)
@@ -100,7 +102,7 @@ class Trainer:
         """Make update n (0-based), turning step n into step n+1."""
         started = time.perf_counter()
         indices = self.stream.indices(n)  # (B,)
-        step_targets = int(self.table.targets[indices].sum())
+        step_targets = int(self.table.target_counts[indices].sum())
         masks = StepMasks(self.plan.seed, n)
         micro = self.plan.micro_batch
         summed = 0.0
@@ -148,3 +150,19 @@ class Trainer:
 
     def optimizer_state(self) -> dict[str, torch.Tensor]:
         return optimizer_state_tensors(self.optimizer, dict(self.model.named_parameters()))
+
+
+def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -> None:
+    """Refuse a run whose step cannot fit in the device's memory, before anything is allocated."""
+    state = training_state_bytes(config)
+    activations = step_activation_bytes(config, plan.micro_batch, plan.context, plan.precision)
+    memory = memory_of(device)
+    if state + activations > memory:
+        holder = f"{device.type}:{device.index}" if device.type == "cuda" else "this machine"
+        raise Refusal(
+            f"a step in micro-batches of {plan.micro_batch:,} windows at --context "
+            f"{plan.context} keeps at least {activations / 2**30:,.1f} GiB of activations, which "
+            f"with the model's {state / 2**30:,.1f} GiB of weights, gradients and AdamW moments "
+            f"is more than the {memory / 2**30:,.1f} GiB of memory {holder} has; lower "
+            "--micro-batch-size or --context, or run on a device with more memory"
+        )

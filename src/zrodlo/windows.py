@@ -38,11 +38,11 @@ class WindowTable:
     """Every window of a corpus at one context, in corpus order.
 
     starts (W,) int64: flat token position of the window's first input token.
-    targets (W,) int64: how many targets the window scores, 1 .. context-1.
+    target_counts (W,) int64: how many targets the window scores, 1 .. context-1.
     """
 
     starts: np.ndarray
-    targets: np.ndarray
+    target_counts: np.ndarray
     context: int
 
     def __len__(self) -> int:
@@ -79,7 +79,7 @@ def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
     k = np.arange(count, dtype=np.int64) - first[doc]  # (W,) window's place inside its document
     starts = offsets[doc] + k * span  # (W,)
     targets = np.minimum(span, doc_targets[doc] - k * span)  # (W,)
-    return WindowTable(starts=starts, targets=targets, context=context)
+    return WindowTable(starts=starts, target_counts=targets, context=context)
 
 
 def window_order(count: int, pass_index: int, seed: int, shuffle: bool) -> np.ndarray:
@@ -108,10 +108,6 @@ class WindowStream:
         # end (more only when a batch holds more windows than the corpus). A permutation is a
         # pure function of (seed, pass), so keeping it changes nothing but the time taken.
         self._orders: dict[int, np.ndarray] = {}
-
-    def pass_of(self, step: int) -> int:
-        """The pass step `step` starts in."""
-        return step * self.batch_size // self.count
 
     def indices(self, step: int) -> np.ndarray:
         """The (B,) int64 window indices of 0-based step `step`, in the order they are batched."""
@@ -151,7 +147,7 @@ def collate(
     indices = np.asarray(indices, dtype=np.int64)
     context = table.context
     starts = table.starts[indices]  # (B,)
-    counts = table.targets[indices]  # (B,)
+    counts = table.target_counts[indices]  # (B,)
     offset = np.arange(context, dtype=np.int64)  # (C,)
     # Clamp each position to the window's last target so the gather never reads past its
     # document (nor past the corpus); the clamped positions are overwritten below.

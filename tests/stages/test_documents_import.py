@@ -121,6 +121,57 @@ def test_import_refuses_an_empty_text(tmp_path, assert_refused):
     assert_refused(*import_args(folder, tmp_path / "documents.jsonl"), sentence=sentence)
 
 
+def test_import_refuses_a_parquet_text_that_is_not_utf8(tmp_path, assert_refused):
+    # Parquet stores strings as bytes and a writer need not check them: build the column from raw
+    # bytes, as such a writer would, with an invalid byte at offset 3 of row 2.
+    data = b"goodbad\xffly"
+    texts = pa.Array.from_buffers(
+        pa.string(), 2, [None, pa.py_buffer(pa.array([0, 4, 10], pa.int32()).buffers()[1]),
+                         pa.py_buffer(data)]
+    )  # fmt: skip
+    table = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": texts}), table)
+    sentence = (
+        f"{table} row 2 has a text that is not UTF-8 (byte 3); a table's strings are read as UTF-8"
+    )
+    assert_refused(*import_args(table, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_a_csv_cell_larger_than_a_read_block_is_imported(tmp_path, run_zrodlo):
+    # 50 MB in one quoted cell, well past pyarrow's 1 MiB default block, after 2 MB of small rows
+    # (so some batches are read before the large row is met) and before one more.
+    big = 'word, and "quoted"\n' * (50_000_000 // 20)
+    small = {f"s{i}": f"small text {i}" for i in range(100_000)}
+    rows = {**small, "big": big, "z": "last"}
+    table = tmp_path / "docs.csv"
+    pacsv.write_csv(pa.table({"id": list(rows), "text": list(rows.values())}), table)
+    output = tmp_path / "documents.jsonl"
+    returncode, stdout, stderr = run_zrodlo(*import_args(table, output), cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == rows
+    assert stdout == f"wrote {output}: {len(rows)} documents from {table}\n"
+
+
+def test_import_refuses_a_csv_whose_text_column_is_named_twice(tmp_path, assert_refused):
+    table = tmp_path / "docs.csv"
+    table.write_text("id,text,text\na,first,second\n", encoding="utf-8")
+    sentence = (
+        f"{table} has 2 columns named text; a document takes its text from one column, so rename "
+        "the others or choose another with --text-column"
+    )
+    assert_refused(*import_args(table, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_import_refuses_a_parquet_whose_id_column_is_named_twice(tmp_path, assert_refused):
+    table = tmp_path / "docs.parquet"
+    pq.write_table(pa.table([["a"], ["b"], ["ex"]], names=["id", "id", "text"]), table)
+    sentence = (
+        f"{table} has 2 columns named id; a document takes its id from one column, so rename "
+        "the others or choose another with --id-column"
+    )
+    assert_refused(*import_args(table, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
 def test_import_refuses_an_existing_output(tmp_path, assert_refused):
     folder = tmp_path / "texts"
     folder.mkdir()
@@ -137,16 +188,6 @@ def test_import_refuses_a_source_that_does_not_exist(tmp_path, assert_refused):
     assert_refused(*import_args(source, tmp_path / "documents.jsonl"), sentence=sentence)
 
 
-def test_pydoc_writes_one_document_per_reference_topic(tmp_path, run_zrodlo):
-    from pydoc_data.topics import topics
-
-    output = tmp_path / "documents.jsonl"
-    returncode, stdout, _ = run_zrodlo("documents", "pydoc", "--output", output, cwd=tmp_path)
-    assert returncode == 0
-    assert read_back(output) == topics
-    assert stdout == f"wrote {output}: {len(topics)} documents from pydoc_data.topics\n"
-
-
 def test_zrodlo_help_lists_the_command_groups(run_zrodlo, tmp_path):
     returncode, stdout, _ = run_zrodlo("--help", cwd=tmp_path)
     assert returncode == 0
@@ -158,14 +199,14 @@ def test_documents_help_lists_its_commands(run_zrodlo, tmp_path):
     returncode, stdout, _ = run_zrodlo("documents", "--help", cwd=tmp_path)
     assert returncode == 0
     commands = {line.strip("│ ").split(" ")[0] for line in stdout.splitlines() if "│" in line}
-    assert {"pydoc", "import", "splits", "split"} <= commands
+    assert {"torch-docs", "import", "assign", "split"} <= commands
 
 
 @pytest.mark.parametrize(
     ("command", "flags"),
     [
         ("import", {"--source", "--output", "--id-column", "--text-column", "--help"}),
-        ("pydoc", {"--output", "--help"}),
+        ("torch-docs", {"--output", "--help"}),
     ],
 )
 def test_every_option_of_the_import_commands_has_help(

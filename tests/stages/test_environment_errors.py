@@ -113,12 +113,12 @@ def inputs(training_data, trained_run, tmp_path_factory) -> dict[str, Path]:
 def writers(i: dict[str, Path], train_args, resume_args) -> dict[str, Callable[[Path], list]]:
     """Every command that writes, as the arguments that write `output`."""
     return {
-        "documents pydoc": lambda out: ["documents", "pydoc", "--output", out],
+        "documents torch-docs": lambda out: ["documents", "torch-docs", "--output", out],
         "documents import": lambda out: [
             "documents", "import", "--source", i["texts"], "--output", out,
         ],
-        "documents splits": lambda out: [
-            "documents", "splits", "--documents", i["many"], "--validation", 0.3, "--test", 0.3,
+        "documents assign": lambda out: [
+            "documents", "assign", "--documents", i["many"], "--validation", 0.3, "--test", 0.3,
             "--output", out,
         ],
         "documents split": lambda out: [
@@ -154,7 +154,7 @@ def writers(i: dict[str, Path], train_args, resume_args) -> dict[str, Callable[[
 
 
 COMMANDS = [
-    "documents pydoc", "documents import", "documents splits", "documents split", "tokenizer fit",
+    "documents torch-docs", "documents import", "documents assign", "documents split", "tokenizer fit",
     "corpus prepare", "model init", "model train", "checkpoint resume", "checkpoint diff",
     "model evaluate", "report",
 ]  # fmt: skip

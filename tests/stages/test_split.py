@@ -1,4 +1,4 @@
-"""`zrodlo documents split` and `zrodlo documents splits` through the real command."""
+"""`zrodlo documents split` and `zrodlo documents assign` through the real command."""
 
 from __future__ import annotations
 
@@ -215,13 +215,13 @@ def test_split_takes_relative_paths_from_the_working_directory(workspace, run_zr
     assert manifest["documents"]["path"] == "documents.jsonl"
 
 
-# `zrodlo documents splits`: pools drawn from a hash of each id.
+# `zrodlo documents assign`: pools drawn from a hash of each id.
 
 
-def splits_args(root: Path, *extra: object) -> list[object]:
+def assign_args(root: Path, *extra: object) -> list[object]:
     return [
         "documents",
-        "splits",
+        "assign",
         "--documents",
         root / "documents.jsonl",
         "--output",
@@ -235,7 +235,7 @@ def test_splits_assigns_every_id_to_one_pool_and_split_accepts_it(
 ):
     write_documents(tmp_path / "documents.jsonl", {f"doc-{i:03d}": f"text {i}" for i in range(200)})
     returncode, stdout, stderr = run_zrodlo(
-        *splits_args(tmp_path, "--validation", "0.2", "--test", "0.3"), cwd=tmp_path
+        *assign_args(tmp_path, "--validation", "0.2", "--test", "0.3"), cwd=tmp_path
     )
     assert (returncode, stderr) == (0, "")
     pools = json.loads((tmp_path / "splits.json").read_text())
@@ -255,14 +255,14 @@ def test_splits_assigns_every_id_to_one_pool_and_split_accepts_it(
 def test_splits_refuses_a_fraction_of_one(tmp_path, write_documents, assert_refused):
     write_documents(tmp_path / "documents.jsonl", {"a": "x"})
     sentence = "--test is 1.0; it must be a fraction from 0 up to but not including 1"
-    assert_refused(*splits_args(tmp_path, "--test", "1"), sentence=sentence)
+    assert_refused(*assign_args(tmp_path, "--test", "1"), sentence=sentence)
 
 
 def test_splits_refuses_an_existing_output(tmp_path, write_documents, assert_refused):
     write_documents(tmp_path / "documents.jsonl", {"a": "x"})
     (tmp_path / "splits.json").write_text("{}")
     sentence = f"{tmp_path / 'splits.json'} already exists; Zrodlo writes a new file and overwrites nothing"
-    assert_refused(*splits_args(tmp_path), sentence=sentence)
+    assert_refused(*assign_args(tmp_path), sentence=sentence)
 
 
 def test_splits_refuses_fractions_that_leave_a_pool_empty(
@@ -273,10 +273,10 @@ def test_splits_refuses_fractions_that_leave_a_pool_empty(
         f"{documents} has 2 documents, and --validation 0.01 puts none of them in the validation "
         "pool; every pool needs one document or more"
     )
-    assert_refused(*splits_args(tmp_path, "--validation", "0.01"), sentence=sentence)
+    assert_refused(*assign_args(tmp_path, "--validation", "0.01"), sentence=sentence)
 
 
-@pytest.mark.parametrize("command", [("documents", "split"), ("documents", "splits")])
+@pytest.mark.parametrize("command", [("documents", "split"), ("documents", "assign")])
 def test_every_option_of_the_split_commands_has_help(
     command, run_zrodlo, option_descriptions, tmp_path
 ):
@@ -285,7 +285,7 @@ def test_every_option_of_the_split_commands_has_help(
     options = option_descriptions(stdout)
     expected = {
         "split": {"--documents", "--splits", "--output", "--help"},
-        "splits": {"--documents", "--output", "--validation", "--test", "--help"},
+        "assign": {"--documents", "--output", "--validation", "--test", "--help"},
     }[command[1]]
     assert set(options) == expected
     assert all(options.values()), options
@@ -294,7 +294,7 @@ def test_every_option_of_the_split_commands_has_help(
 def test_splits_refuses_an_id_that_is_not_encodable_as_utf8(tmp_path, run_zrodlo, snapshot):
     (tmp_path / "documents.jsonl").write_text('{"id": "\\ud800", "text": "a"}\n')
     before = snapshot(tmp_path)
-    returncode, _, stderr = run_zrodlo(*splits_args(tmp_path), cwd=tmp_path)
+    returncode, _, stderr = run_zrodlo(*assign_args(tmp_path), cwd=tmp_path)
     assert returncode == 1
     assert stderr == (
         f"Error: {tmp_path / 'documents.jsonl'} line 1 has an id with a lone surrogate "

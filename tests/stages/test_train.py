@@ -607,3 +607,30 @@ def test_refuses_a_checkpoint_holding_a_foreign_file(
         sentence=f"{old_checkpoint} holds notes.txt, which Zrodlo does not write into a "
         "checkpoint directory; move it out, then delete the checkpoint again",
     )
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"batch_size": 10**12},  # one micro-batch of 10^12 windows
+        {"batch_size": 2 * 10**11, "micro_batch_size": 10**11},
+    ],
+    ids=["batch", "micro-batch"],
+)
+def test_a_step_whose_activations_cannot_fit_in_memory_is_refused_before_it_runs(
+    training_data, tmp_path, snapshot, changes
+):
+    before = snapshot(tmp_path), snapshot(training_data.root)
+    returncode, stdout, stderr = train(
+        *training_args(training_data, tmp_path / "run", **changes), cwd=tmp_path
+    )
+    windows = f"{changes.get('micro_batch_size', changes['batch_size']):,}"
+    assert re.fullmatch(
+        rf"Error: a step in micro-batches of {windows} windows at --context 9 keeps at least "
+        r"[\d,.]+ GiB of activations, which with the model's [\d.]+ GiB of weights, gradients and "
+        r"AdamW moments is more than the [\d,.]+ GiB of memory this machine has; lower "
+        r"--micro-batch-size or --context, or run on a device with more memory\n",
+        stderr,
+    ), stderr
+    assert (returncode, stdout) == (1, "")
+    assert (snapshot(tmp_path), snapshot(training_data.root)) == before

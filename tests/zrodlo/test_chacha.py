@@ -18,17 +18,13 @@ from zrodlo.chacha import (
     SEED_MAX,
     Purpose,
     Stream,
-    block_reference,
-    bounded_integers,
     check_seed,
     keep_mask,
     keep_mask_tensor,
     keystream,
-    keystream_numpy,
     keystream_torch,
     normal,
     permutation,
-    quarter_round,
     uniform,
     words,
 )
@@ -47,6 +43,97 @@ def _bytes(w: np.ndarray) -> bytes:
 
 def _torch_bytes(w: torch.Tensor) -> bytes:
     return _bytes(w.cpu().numpy().astype(np.uint32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Two independent references the product's keystreams are held to: RFC 8439 in plain Python, and
+# the same vectorised over blocks with numpy.
+
+MASK32 = 0xFFFFFFFF
+SIGMA = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)  # "expand 32-byte k", RFC 8439 2.3
+
+
+def check_block_args(key: bytes, counter: int, nonce: bytes, blocks: int) -> None:
+    if len(key) != 32 or len(nonce) != 12:
+        raise ValueError("a ChaCha20 key is 32 bytes and a nonce 12")
+    if blocks < 0 or counter < 0 or counter + blocks > 2**32:
+        raise ValueError("the blocks lie outside the 32-bit block counter")
+
+
+def initial_state(key: bytes, counter: int, nonce: bytes) -> list[int]:
+    return [*SIGMA, *struct.unpack("<8I", key), counter, *struct.unpack("<3I", nonce)]
+
+
+def quarter_round(a: int, b: int, c: int, d: int) -> tuple[int, int, int, int]:
+    """RFC 8439 2.1 on four 32-bit words."""
+
+    def rotl(x: int, n: int) -> int:
+        return ((x << n) & MASK32) | (x >> (32 - n))
+
+    a = (a + b) & MASK32
+    d = rotl(d ^ a, 16)
+    c = (c + d) & MASK32
+    b = rotl(b ^ c, 12)
+    a = (a + b) & MASK32
+    d = rotl(d ^ a, 8)
+    c = (c + d) & MASK32
+    b = rotl(b ^ c, 7)
+    return a, b, c, d
+
+
+def block_reference(key: bytes, counter: int, nonce: bytes) -> bytes:
+    """RFC 8439 2.3: the 64-byte block `counter` of (key, nonce), in plain Python."""
+    check_block_args(key, counter, nonce, 1)
+    state = initial_state(key, counter, nonce)
+    x = list(state)
+    for _ in range(10):
+        for i, j, k, m in (
+            (0, 4, 8, 12),
+            (1, 5, 9, 13),
+            (2, 6, 10, 14),
+            (3, 7, 11, 15),
+            (0, 5, 10, 15),
+            (1, 6, 11, 12),
+            (2, 7, 8, 13),
+            (3, 4, 9, 14),
+        ):
+            x[i], x[j], x[k], x[m] = quarter_round(x[i], x[j], x[k], x[m])
+    return struct.pack("<16I", *[(x[i] + state[i]) & MASK32 for i in range(16)])
+
+
+def keystream_numpy(key: bytes, nonce: bytes, counter: int, blocks: int) -> np.ndarray:
+    """Blocks counter..counter+blocks-1 as uint32 words, shape (blocks*16,), computed with numpy.
+
+    The state is held as four rows of the 4x4 matrix, each (4, blocks); a column round is one
+    quarter round on the rows, a diagonal round the same after rotating rows b, c, d by 1, 2, 3.
+    """
+    check_block_args(key, counter, nonce, blocks)
+    init = np.empty((16, blocks), dtype=np.uint32)  # (16, blocks)
+    init[:] = np.asarray(initial_state(key, 0, nonce), dtype=np.uint32)[:, None]
+    init[12] = np.arange(counter, counter + blocks, dtype=np.uint64).astype(np.uint32)
+    a, b, c, d = (init[4 * r : 4 * r + 4].copy() for r in range(4))  # each (4, blocks)
+
+    def rotl(x: np.ndarray, n: int) -> np.ndarray:
+        return (x << np.uint32(n)) | (x >> np.uint32(32 - n))
+
+    def qr(a, b, c, d):  # uint32 arithmetic wraps mod 2**32, as ChaCha20 needs
+        a = a + b
+        d = rotl(d ^ a, 16)
+        c = c + d
+        b = rotl(b ^ c, 12)
+        a = a + b
+        d = rotl(d ^ a, 8)
+        c = c + d
+        b = rotl(b ^ c, 7)
+        return a, b, c, d
+
+    for _ in range(10):
+        a, b, c, d = qr(a, b, c, d)
+        b, c, d = np.roll(b, -1, axis=0), np.roll(c, -2, axis=0), np.roll(d, -3, axis=0)
+        a, b, c, d = qr(a, b, c, d)
+        b, c, d = np.roll(b, 1, axis=0), np.roll(c, 2, axis=0), np.roll(d, 3, axis=0)
+    out = np.concatenate([a, b, c, d]) + init  # (16, blocks)
+    return np.ascontiguousarray(out.T).reshape(-1)  # (blocks*16,): block-major, as in the stream
 
 
 KEYSTREAMS = {
@@ -320,9 +407,6 @@ def test_bad_ranges_raise() -> None:
     for p in (-0.1, 1.5, float("nan")):
         with pytest.raises(ValueError):
             keep_mask(stream, 0, 4, p)
-    for n in (0, -1, 2**32 + 1, True):
-        with pytest.raises(ValueError):
-            bounded_integers(stream, 0, 4, n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,8 +423,6 @@ DRAWS = {
     "keep_mask_torch_path_0.3": lambda s, start, count: chacha._keep_mask_on_device(
         s, start, count, 0.3, CPU
     ).numpy(),
-    "bounded_integers_7": lambda s, start, count: bounded_integers(s, start, count, 7),
-    "bounded_integers_2**32": lambda s, start, count: bounded_integers(s, start, count, 2**32),
 }
 
 
@@ -415,47 +497,6 @@ def test_keep_mask_extremes() -> None:
     assert not keep_mask(stream, 5, 1001, 1.0).any()
     assert keep_mask_tensor(stream, 5, 1001, 0.0, CPU).all()
     assert keep_mask(stream, 5, 0, 0.5).shape == (0,)
-
-
-def _lemire_reference(w: np.ndarray, n: int) -> list[int]:
-    """Bounded integers from words with Python ints: first accepted of four 64-bit candidates."""
-    out = []
-    threshold = 2**64 % n
-    for element in np.asarray(w).reshape(-1, 8):
-        value = None
-        for j in range(4):
-            x = int(element[2 * j]) | (int(element[2 * j + 1]) << 32)
-            product = x * n
-            value = product >> 64
-            if product % 2**64 >= threshold:
-                break
-        out.append(value)
-    return out
-
-
-@pytest.mark.parametrize("n", [1, 2, 3, 10, 1000, 3 * 2**30, 2**32 - 1, 2**32])
-def test_bounded_integers_match_a_python_int_reference(n: int) -> None:
-    stream = Stream(9, Purpose.SAMPLING, a=4)
-    got = bounded_integers(stream, 13, 500, n)
-    assert got.dtype == np.int64
-    assert got.tolist() == _lemire_reference(words(stream, 13 * 8, 500 * 8), n)
-    assert got.min() >= 0 and got.max() < n
-
-
-def test_bounded_integers_take_the_first_accepted_candidate(monkeypatch) -> None:
-    # n = 3 * 2**30: 2**64 mod n = 2**30, so a candidate x with x * n mod 2**64 < 2**30 is rejected;
-    # x = 0 is, and so is x = 2**62 (x * n = 3 * 2**92, zero mod 2**64).
-    n = 3 * 2**30
-    rejected = [(0, 0), (0, 2**30)]
-    accepted = (0x89ABCDEF, 0x01234567)
-    element_1 = [rejected[0], rejected[1], accepted, (5, 5)]
-    element_2 = [rejected[0], rejected[1], rejected[0], rejected[1]]  # all four rejected
-    crafted = np.array([*element_1, *element_2], dtype=np.uint32).reshape(-1)
-
-    monkeypatch.setattr(chacha, "_words", lambda stream, first, end: crafted[: end - first])
-    got = bounded_integers(Stream(1, Purpose.SAMPLING), 0, 2, n)
-    x = accepted[0] | (accepted[1] << 32)
-    assert got.tolist() == [(x * n) >> 64, ((2**62) * n) >> 64]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -543,15 +584,6 @@ def test_keep_rate(p: float) -> None:
     assert abs(mask.mean() - rate) < 5 * math.sqrt(rate * (1 - rate) / n)
 
 
-def test_bounded_integers_uniform() -> None:
-    n, draws = 10, 100_000
-    x = bounded_integers(Stream(106, Purpose.SAMPLING), 0, draws, n)
-    assert x.min() >= 0 and x.max() < n
-    counts = np.bincount(x, minlength=n)
-    chi2 = float(((counts - draws / n) ** 2 / (draws / n)).sum())
-    assert chi2 < 27.88  # chi-square, 9 degrees of freedom, significance 0.001
-
-
 def test_permutation_is_a_permutation() -> None:
     for n in (0, 1, 2, 17, 10_000):
         perm = permutation(Stream(107, Purpose.WINDOW_ORDER), n)
@@ -630,7 +662,6 @@ def test_golden_draws_and_generator_name() -> None:
     assert keep_mask(stream, 0, 16, 0.5).astype(int).tolist() == [
         1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0
     ]  # fmt: skip
-    assert bounded_integers(stream, 0, 6, 1000).tolist() == [689, 170, 917, 300, 792, 302]
     assert permutation(stream, 10).tolist() == [3, 4, 6, 5, 2, 1, 0, 9, 7, 8]
 
 
@@ -641,7 +672,6 @@ GOLDEN_DIGESTS = {
     "uniform": "eb6e889588b6b7e069bfe698569ffc36703a06e0b85587bbcd753adf98270b9e",
     "normal": "70b71e6093c981ff9c91e91bf282efdb583874bc34c57b6eee92600352182b2e",
     "keep_mask": "25ab361b76d85893b09f73b09c999512d23f0104cdcfe99846aac43a5d4a8023",
-    "bounded_integers": "6f9d9099d4a59cd84e6ac19c4191523b0d5d5c1c56c8e2ef26400f7a4b8594e3",
     "permutation": "61f7419ec772364493ceec4915a5a34f7b400f5e99f34c56cd4f4cb162e07f51",
 }
 
@@ -654,7 +684,6 @@ def test_golden_digests_of_long_draws() -> None:
         "uniform": uniform(stream, 0, n),
         "normal": normal(stream, 0, n),
         "keep_mask": keep_mask(stream, 0, n, 0.1),
-        "bounded_integers": bounded_integers(stream, 0, n, 1000),
         "permutation": permutation(stream, n),
     }
     digests = {

@@ -79,18 +79,19 @@ def test_the_corpus_digest_is_the_documented_content_hash_and_pinned(documents):
 def test_the_digest_and_content_do_not_depend_on_the_batch_size(tmp_path, write_documents):
     texts = {f"d{i}": "abc"[i % 3] * (i % 5 + 1) + "cab"[: i % 4] for i in range(40)}
     documents = write_documents(tmp_path / "documents.jsonl", texts)
-    opened, batches = [], []
+    opened, batches, ids = [], [], []
     for size in (1, 7, 1 << 20):
         corpus = prepare(documents, f"corpus-{size}", batch_characters=size)
         with pa.memory_map(str(corpus / "tokens.arrow")) as source:
             batches.append(ipc.open_file(source).num_record_batches)
+            ids.append(ipc.open_file(source).read_all().column("id").to_pylist())
         opened.append(Corpus.open(corpus))
     assert len(set(batches)) == 3 and batches[-1] == 1
+    assert ids == [list(texts)] * 3
     assert len({corpus.digest for corpus in opened}) == 1
     for corpus in opened[1:]:
         np.testing.assert_array_equal(corpus.tokens, opened[0].tokens)
         np.testing.assert_array_equal(corpus.offsets, opened[0].offsets)
-        assert corpus.ids.to_pylist() == list(texts)
 
 
 def test_open_gives_flat_tokens_and_document_offsets(documents):

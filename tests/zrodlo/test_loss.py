@@ -5,12 +5,25 @@ import math
 import pytest
 import torch
 
-from zrodlo.loss import IGNORED, micro_batch_loss, summed_nll, valid_targets, weighted_mean
+from zrodlo.loss import IGNORED, micro_batch_loss, summed_nll, valid_targets
+
+
+def _scoring(nll: float, targets: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(1, targets, 2) logits and (1, targets) targets whose every target scores `nll` nats."""
+    # Class 0 at logit a against class 1 at 0 scores log(1 + e^-a); solve for a in float64.
+    a = -math.log(math.expm1(nll))
+    logits = torch.tensor([a, 0.0], dtype=torch.float64).repeat(1, targets, 1)
+    return logits, torch.zeros(1, targets, dtype=torch.long)
 
 
 def test_textbook_weighted_loss_is_not_the_batch_mean() -> None:
-    # Six targets at mean 0.5 and two at mean 2.0 (textbook Example 1).
-    assert weighted_mean([(6 * 0.5, 6), (2 * 2.0, 2)]) == 0.875
+    # Six targets at mean 0.5 and two at mean 2.0 (textbook Example 1), as two micro-batches of
+    # one step: their shares add up to the step's loss 7 / 8, to float32 rounding.
+    shares = [
+        micro_batch_loss(*_scoring(nll, n), step_targets=8) for nll, n in ((0.5, 6), (2.0, 2))
+    ]
+    assert sum(share.item() for share, _ in shares) == pytest.approx(0.875, abs=1e-6)
+    assert sum(summed.item() for _, summed in shares) / 8 == pytest.approx(0.875, abs=1e-6)
     assert (0.5 + 2.0) / 2 == 1.25  # the wrong answer the weighting avoids
 
 
@@ -77,11 +90,11 @@ def test_micro_batch_gradients_add_up_to_the_batch_gradient() -> None:
     assert parts.grad is not None and whole.grad is not None
     torch.testing.assert_close(parts.grad, whole.grad)
     expected = summed_nll(features @ weight, targets).item() / total
-    assert weighted_mean(sums) == pytest.approx(expected)
+    assert sum(summed for summed, _ in sums) / sum(count for _, count in sums) == pytest.approx(
+        expected
+    )
 
 
 def test_empty_step_has_no_loss() -> None:
     with pytest.raises(ValueError):
         micro_batch_loss(torch.zeros(1, 1, 3), torch.full((1, 1), IGNORED), 0)
-    with pytest.raises(ValueError):
-        weighted_mean([])

@@ -18,10 +18,11 @@ from zrodlo.model import (
     ModelConfig,
     check_weights,
     initial_weights,
-    is_matrix,
     parameter_count,
     parameter_shapes,
+    step_activation_bytes,
 )
+from zrodlo.optimizer import decays
 from zrodlo.refusal import Refusal
 
 SMALL = ModelConfig(
@@ -294,7 +295,7 @@ def test_parameter_count_and_matrices():
     per_block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d)
     assert parameter_count(SMALL) == v * d + p * d + layers * per_block + 2 * d + d * v
     gpt = model(SMALL)
-    decaying = {n for n, t in gpt.named_parameters() if is_matrix(n, t)}
+    decaying = {n for n, t in gpt.named_parameters() if decays(t, "matrices")}
     assert decaying == {
         n for n in parameter_shapes(SMALL) if n.endswith("weight") and "norm" not in n
     }
@@ -467,3 +468,38 @@ def test_a_configuration_too_large_for_this_machine_is_refused_before_anything_i
         r"AdamW moments, more than the [\d,.]+ GiB of memory this machine has",
         refused.value.sentence,
     )
+
+
+# The activations a step keeps
+
+
+def saved_bytes(gpt: GPT, inputs: torch.Tensor, targets: torch.Tensor, masks) -> int:
+    """Bytes of every storage autograd keeps for the backward pass of one forward pass and its
+    loss, each storage counted once and the weights not at all (they are the training state), plus
+    the logits, which exist beside their log-softmax."""
+    weights = {p.untyped_storage().data_ptr() for p in gpt.parameters()}
+    storages: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in weights:
+            storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        logits = gpt(inputs, masks)  # (B, T, vocab)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    loss.backward()
+    return sum(storages.values()) + logits.numel() * logits.element_size()
+
+
+@pytest.mark.parametrize("config", [SMALL, DROPPING, replace(SMALL, layers=3, d_ff=48)])
+def test_step_activation_bytes_is_a_lower_bound_on_what_a_step_keeps(config):
+    windows, context = 3, 8
+    inputs = tokens(windows, context - 1)
+    targets = tokens(windows, context - 1, offset=1)
+    measured = saved_bytes(model(config), inputs, targets, StepMasks(5, 0))
+    bound = step_activation_bytes(config, windows, context, "f32")
+    assert 0 < bound <= measured
+    # Tight enough to mean something: the bound is most of what is kept.
+    assert bound > 0.6 * measured

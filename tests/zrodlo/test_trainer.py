@@ -112,7 +112,7 @@ def test_micro_batches_give_the_batch_windows_loss_gradients_and_weights() -> No
     whole, whole_gradients, whole_weights = outcomes[None]
     for micro in (2, 4):
         record, gradients, weights = outcomes[micro]
-        assert (record.windows, record.targets) == (whole.windows, whole.targets)
+        assert (record.windows_digest, record.targets) == (whole.windows_digest, whole.targets)
         assert record.loss == pytest.approx(whole.loss, rel=1e-6)
         for name, gradient in whole_gradients.items():
             torch.testing.assert_close(gradients[name], gradient, rtol=1e-5, atol=1e-7)
@@ -187,8 +187,8 @@ def test_shuffled_steps_read_every_window_once_a_pass_in_the_seed_order() -> Non
     for n in range(3):
         indices = run.stream.indices(n)
         record = run.step(n)
-        assert record.windows == windows_digest(indices)
-        assert record.targets == int(TABLE.targets[indices].sum())
+        assert record.windows_digest == windows_digest(indices)
+        assert record.targets == int(TABLE.target_counts[indices].sum())
 
 
 def test_corpus_order_without_shuffle() -> None:
@@ -204,8 +204,8 @@ def test_the_same_inputs_give_bit_identical_steps_with_dropout() -> None:
     runs = [trainer(plan(shuffle=True, micro_batch_size=4)) for _ in range(2)]
     records = [[run.step(n) for n in range(3)] for run in runs]
     for first, second in zip(*records, strict=True):
-        assert (first.windows, first.loss, first.grad_norm) == (
-            second.windows,
+        assert (first.windows_digest, first.loss, first.grad_norm) == (
+            second.windows_digest,
             second.loss,
             second.grad_norm,
         )
@@ -228,7 +228,9 @@ def test_a_restored_trainer_continues_the_uninterrupted_one() -> None:
     )
     restored = Trainer.restore(run, saved, TOKENS, TABLE, torch.device("cpu"))
     continued = [restored.step(n) for n in (1, 2)]
-    assert [(r.windows, r.loss) for r in continued] == [(r.windows, r.loss) for r in expected[1:]]
+    assert [(r.windows_digest, r.loss) for r in continued] == [
+        (r.windows_digest, r.loss) for r in expected[1:]
+    ]
     final = uninterrupted.weights()
     assert all(torch.equal(w, final[name]) for name, w in restored.weights().items())
 

@@ -38,7 +38,7 @@ def test_textbook_example_1() -> None:
     offsets = np.array([0, 7, 10])
     table = build_windows(offsets, 4)
     assert table.starts.tolist() == [0, 3, 7]
-    assert table.targets.tolist() == [3, 3, 2]
+    assert table.target_counts.tolist() == [3, 3, 2]
     inputs, targets = collate(tokens, table, np.arange(3))
     assert inputs.dtype == torch.int64 and targets.dtype == torch.int64
     assert inputs.tolist() == [[1, 3, 4], [5, 6, 7], [1, 3, EOS]]
@@ -68,8 +68,8 @@ def test_every_target_once_and_no_window_crosses_a_document(
     assert inputs.shape == targets.shape == (len(table), context - 1)
     document = np.searchsorted(offsets, table.starts, side="right") - 1  # (W,)
     # The window's last target lies inside its own document.
-    assert (table.starts + table.targets < offsets[document + 1]).all()
-    assert ((table.targets >= 1) & (table.targets <= context - 1)).all()
+    assert (table.starts + table.target_counts < offsets[document + 1]).all()
+    assert ((table.target_counts >= 1) & (table.target_counts <= context - 1)).all()
     for d in range(len(lengths)):
         mine = document == d
         scored = targets[torch.from_numpy(mine)]
@@ -89,7 +89,7 @@ def test_windows_start_every_context_minus_one_tokens() -> None:
     _, offsets = corpus([9, 1])  # 11 tokens, then 3
     table = build_windows(offsets, 4)
     assert table.starts.tolist() == [0, 3, 6, 9, 11]
-    assert table.targets.tolist() == [3, 3, 3, 1, 2]
+    assert table.target_counts.tolist() == [3, 3, 3, 1, 2]
 
 
 def test_unsigned_memory_mapped_tokens(tmp_path) -> None:
@@ -140,7 +140,7 @@ def test_a_corpus_shorter_than_one_window_is_refused(
 
 def test_a_corpus_of_exactly_one_window_is_accepted() -> None:
     table = build_windows(np.array([0, 3, 5]), 5)
-    assert table.targets.tolist() == [2, 1]
+    assert table.target_counts.tolist() == [2, 1]
 
 
 # --- the order of windows and the windows of each step ---
@@ -216,7 +216,10 @@ def test_a_cold_step_draws_only_the_passes_it_reads(monkeypatch) -> None:
     assert drawn == [100_000, 100_001]
     stream.indices(1_000_000 // 4 + 3)  # positions 1_000_012..15: pass 100_001, kept
     assert drawn == [100_000, 100_001]
-    assert stream.pass_of(1_000_000 // 4 + 3) == 100_001
+    # The kept order is pass 100_001's: positions 12..15 of the pass are its elements 2..5.
+    np.testing.assert_array_equal(
+        stream.indices(1_000_000 // 4 + 3), real(10, 100_001, 3, True)[2:6]
+    )
 
 
 def test_shuffled_passes_differ_and_seeds_differ() -> None:

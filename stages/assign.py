@@ -1,4 +1,4 @@
-"""`zrodlo documents splits`: assign every document id to a pool by its hash (the `splits` stage)."""
+"""`zrodlo documents assign`: assign every document id to a pool by its hash (the `splits` stage)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from zrodlo.output import check_new_file, new_file
 from zrodlo.pools import assign_pools
 
 
-def splits(
+def assign(
     documents: Path = typer.Option(..., help="The documents file (JSONL) whose ids are assigned."),
     output: Path = typer.Option(..., help="The splits.json to write; must not exist."),
     validation: float = typer.Option(0.1, help="Share of documents held out for validation."),
