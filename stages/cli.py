@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 import typer
 
@@ -20,7 +22,9 @@ from stages import (
     tokenizer,
     train,
 )
-from zrodlo.refusal import Refusal, cause
+from zrodlo.refusal import Refusal, Reported, cause
+
+_QUIET_PROCESS_WAIT_S = 2.0
 
 app = typer.Typer(
     help="Reproducible, resumable training of small character-level language models.",
@@ -63,14 +67,28 @@ def main() -> None:
 
     The library turns a write the operating system refuses into a sentence naming the output; any
     other error of the operating system (a file that cannot be read, say) is said plainly here too,
-    never as a traceback.
+    never as a traceback. In a data-parallel run every process meets the same refusal, and only
+    process 0 prints it; the others end with the same status and say nothing.
     """
+    speaks = os.environ.get("RANK", "0") == "0"
     try:
         app()
     except Refusal as refusal:
-        print(f"Error: {refusal.sentence}", file=sys.stderr)
+        if speaks:
+            print(f"Error: {refusal.sentence}", file=sys.stderr)
+        else:
+            # Process 0 meets the same refusal and says it; ending after it keeps a launcher
+            # from stopping it, as the first of its processes to end, before it has.
+            time.sleep(_QUIET_PROCESS_WAIT_S)
+        sys.exit(1)
+    except Reported:
         sys.exit(1)
     except OSError as error:
-        named = "" if error.filename is None else f" {error.filename}"
-        print(f"Error: the operating system refused{named}: {cause(error)}", file=sys.stderr)
+        if speaks:
+            named = "" if error.filename is None else f" {error.filename}"
+            print(f"Error: the operating system refused{named}: {cause(error)}", file=sys.stderr)
         sys.exit(1)
+    except Exception:
+        if speaks:
+            raise
+        sys.exit(1)  # process 0 meets the same error, or lost this one, and says so

@@ -24,3 +24,8 @@ _DEVICE_HELP = "The device to compute on: cpu, metal or cuda."
 DEVICE = typer.Option(..., help=_DEVICE_HELP)
 DEVICE_OR_CPU = typer.Option("cpu", help=_DEVICE_HELP)
 ORDINAL = typer.Option(None, help="The GPU to use; required for metal and cuda.")
+PROCESSES = typer.Option(
+    1,
+    help="Processes that share each step's micro-batches on this machine, started by "
+    "torch.distributed's launcher; any number that divides the micro-batches gives the same run.",
+)

@@ -25,14 +25,18 @@ def resume(
     keep_checkpoints: int | None = options.KEEP_CHECKPOINTS,
     device: str = options.DEVICE,
     ordinal: int | None = options.ORDINAL,
+    processes: int = options.PROCESSES,
 ) -> None:
-    """Continue a checkpoint with its own optimizer state and data position."""
+    """Continue a checkpoint with its own optimizer state and data position, on any number of
+    processes that divides a step's micro-batches."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from stages.progress import step_display
     from zrodlo.chacha import GENERATOR
     from zrodlo.checkpoint import TOKENIZER_FILE, read_checkpoint
     from zrodlo.corpus import Corpus
     from zrodlo.device import check_device, resolve_device
+    from zrodlo.launch import run_as_workers
+    from zrodlo.parallel import join
     from zrodlo.plan import RunPlan
     from zrodlo.refusal import Refusal
     from zrodlo.run import check_data, check_held_out, match_environment, open_held_out, train
@@ -73,14 +77,18 @@ def resume(
         raise Refusal(
             f"{checkpoint} records hyperparameters this build cannot read: {error}"
         ) from None
+    if run_as_workers(processes, plan):
+        return
     table = check_data(data, state.model, plan.context)
     check_held_out(eval_corpus, eval_every)
     held_out = open_held_out(eval_corpus, state.model, plan.context)
     check_device(device, ordinal, plan.precision)
     target = resolve_device(device, ordinal, plan.precision)
-    for warning in match_environment(checkpoint, record.get("environment", {})):
+    warnings = match_environment(checkpoint, record.get("environment", {}))
+    ranks = join(target)
+    for warning in warnings if ranks.leads else []:
         print(f"warning: {warning}", file=sys.stderr)
-    trainer = Trainer.restore(plan, state, data.tokens, table, target)
+    trainer = Trainer.restore(plan, state, data.tokens, table, target, ranks)
     with step_display(done, steps) as on_step:
         written = train(
             trainer,
@@ -93,4 +101,5 @@ def resume(
             on_step,
             continues=record["files"],
         )
-    typer.echo(f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}")
+    if ranks.leads:
+        typer.echo(f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}")

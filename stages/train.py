@@ -80,13 +80,19 @@ def train_command(
     keep_checkpoints: int | None = options.KEEP_CHECKPOINTS,
     device: str = options.DEVICE,
     ordinal: int | None = options.ORDINAL,
+    processes: int = options.PROCESSES,
 ) -> None:
-    """Train every weight of a model directory with AdamW on next-token cross-entropy."""
+    """Train every weight of a model directory with AdamW on next-token cross-entropy.
+
+    Under torchrun, or with --processes, each process computes a share of every step, and the run
+    is the one-process run to the bit."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from stages.progress import step_display
     from zrodlo.checkpoint import read_model
     from zrodlo.corpus import Corpus
     from zrodlo.device import check_device, resolve_device
+    from zrodlo.launch import run_as_workers
+    from zrodlo.parallel import join
     from zrodlo.plan import RunPlan
     from zrodlo.run import check_data, check_held_out, fresh_provenance, open_held_out, train
     from zrodlo.trainer import Trainer
@@ -116,6 +122,8 @@ def train_command(
         keep_checkpoints=keep_checkpoints,
     )
     plan.validate()
+    if run_as_workers(processes, plan):
+        return
     start = read_model(model)
     data = Corpus.open(corpus)
     table = check_data(data, start, context)
@@ -123,8 +131,10 @@ def train_command(
     held_out = open_held_out(eval_corpus, start, context)
     check_device(device, ordinal, precision)
     target = resolve_device(device, ordinal, precision)
-    trainer = Trainer.start(plan, start, data.tokens, table, target)
+    ranks = join(target)
+    trainer = Trainer.start(plan, start, data.tokens, table, target, ranks)
     provenance = fresh_provenance(start, data.digest, plan)
     with step_display(0, steps) as on_step:
         written = train(trainer, plan, 0, output, start, provenance, held_out, on_step)
-    typer.echo(f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}")
+    if ranks.leads:
+        typer.echo(f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}")

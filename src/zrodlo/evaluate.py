@@ -15,6 +15,7 @@ import torch
 
 from zrodlo.loss import summed_nll, valid_targets
 from zrodlo.model import GPT
+from zrodlo.parallel import Ranks
 from zrodlo.precision import autocast
 from zrodlo.windows import WindowTable, collate
 
@@ -47,20 +48,31 @@ def score(
     batch_size: int,
     device: torch.device,
     precision: str = "f32",
+    ranks: Ranks | None = None,
 ) -> Score:
-    """Score every window of `table` in order, `batch_size` windows a forward pass."""
+    """Score every window of `table` in order, `batch_size` windows a forward pass.
+
+    With `ranks`, each process of a data-parallel run scores its contiguous share of the batches
+    and the batch sums are added in batch order on every process: the one-process score, exactly.
+    """
+    ranks = ranks or Ranks(device=device)
+    batches = -(-len(table) // batch_size)
     was_training = model.training
     model.eval()
-    summed, targets = 0.0, 0
+    sums, counts = [], []
     try:
         with torch.no_grad():
-            for first in range(0, len(table), batch_size):
+            for first in (batch * batch_size for batch in ranks.block(batches)):
                 indices = np.arange(first, min(first + batch_size, len(table)))
                 inputs, expected = collate(tokens, table, indices, device)  # (b, C-1) each
                 with autocast(device, precision):
                     logits = model(inputs)  # (b, C-1, vocab) float32
-                summed += float(summed_nll(logits, expected).item())
-                targets += valid_targets(expected)
+                sums.append(float(summed_nll(logits, expected).item()))
+                counts.append(float(valid_targets(expected)))
     finally:
         model.train(was_training)
+    summed = 0.0
+    for part in ranks.gather(sums, batches):
+        summed += part
+    targets = sum(int(count) for count in ranks.gather(counts, batches))
     return Score(summed, targets, len(table))

@@ -3,7 +3,8 @@ scores, atomic checkpoints, retention of the newest ones, and the run's per-step
 
 The run directory is claimed first (`zrodlo.rundir`): locked, and refused where the run would
 overwrite, cut or delete what it should not, before anything is written. Model train and checkpoint
-resume both run through here, so they write the same files in the same way.
+resume both run through here, so they write the same files in the same way. In a data-parallel run
+every process runs the loop and rank 0 alone claims the directory and writes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -83,11 +85,13 @@ def open_held_out(eval_corpus: Path | None, model: Model, context: int) -> HeldO
     return HeldOut(corpus.tokens, check_data(corpus, model, context))
 
 
-def environment(device: torch.device) -> dict:
-    """What bit-equality of a continued run depends on besides the plan and the data."""
+def environment(device: torch.device, processes: int = 1) -> dict:
+    """What bit-equality of a continued run depends on besides the plan and the data, and how
+    many processes computed it, which it does not depend on."""
     return {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "processes": processes,
         "device": describe(device),
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -156,14 +160,24 @@ def train(
     run = {"format_version": RUN_FORMAT, "generator": GENERATOR, **provenance}
     run["hyperparameters"] = plan.hyperparameters()
     record_base = {key: value for key, value in run.items() if key != "format_version"}
-    record_base["environment"] = environment(trainer.device)
+    ranks = trainer.ranks
+    record_base["environment"] = environment(trainer.device, ranks.world)
     written: list[Path] = []
     planned = set(plan.checkpoint_steps(done))
     reached = done
-    with claim(output, run, plan, done):
-        log = RunLog(output, done)
+    with ExitStack() as writing:
+        # Rank 0 alone claims the directory and writes; the others learn whether it may.
+        if ranks.leads:
+            try:
+                writing.enter_context(claim(output, run, plan, done))
+            except Refusal:
+                ranks.agree(False)
+                raise
+        if not ranks.agree(True):
+            raise Refusal(f"process 0 refused to write into {output}, and said why")
+        log = RunLog(output, done) if ranks.leads else None
         try:
-            if continues is not None:
+            if log is not None and continues is not None:
                 log.continue_from(done, continues)
             for n in range(done, plan.steps):
                 record = trainer.step(n)
@@ -176,25 +190,28 @@ def train(
                         plan.micro_batch,
                         trainer.device,
                         plan.precision,
+                        ranks,
                     )
                     record = replace(record, eval_loss=held.loss)
+                if record.step in planned:
+                    trainer.check_finite(record.step)
+                    written.append(output / checkpoint_name(record.step))
+                if log is None:
+                    continue
                 # The records of a step go down before its checkpoint: the log always reaches at
                 # least as far as the newest checkpoint, and a resume drops what lies beyond it.
                 log.step(record)
                 on_step(record)
                 if record.step in planned:
-                    trainer.check_finite(record.step)
-                    path = output / checkpoint_name(record.step)
-                    files = _write_checkpoint(
-                        path, trainer, model, {**record_base, "step": record.step}, log
-                    )
+                    record_of = {**record_base, "step": record.step}
+                    files = _write_checkpoint(written[-1], trainer, model, record_of, log)
                     log.checkpoint(record.step, files)
-                    written.append(path)
                     _keep_newest(output, plan.keep_checkpoints, provenance["run"])
         except WriteFailure as failure:
             raise WriteFailure(failure.path, failure.error, _stopped(output, reached)) from None
         finally:
-            log.close()
+            if log is not None:
+                log.close()
     return written
 
 

@@ -2,7 +2,9 @@
 
 The state of a run is its step count: update n reads the windows the stream assigns to n, drops
 with the masks of (seed, n) and runs at the rate the schedule gives n, so a trainer rebuilt from a
-checkpoint at step n continues exactly where the uninterrupted one would be.
+checkpoint at step n continues exactly where the uninterrupted one would be. In a data-parallel run
+each process computes its share of a step's micro-batches and `parallel` adds their gradients in
+the one-process order, so every process makes the same update.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from zrodlo.optimizer import (
     optimizer_state_tensors,
     set_learning_rate,
 )
+from zrodlo.parallel import Ranks, check_share
 from zrodlo.plan import RunPlan
 from zrodlo.precision import autocast
 from zrodlo.refusal import Refusal
@@ -49,13 +52,17 @@ class Trainer:
         tokens: np.ndarray,
         table: WindowTable,
         device: torch.device,
+        ranks: Ranks | None = None,
     ) -> None:
         self.plan = plan
         self.model = model.train()
+        self.parameters = [parameter for _, parameter in model.named_parameters()]
         self.optimizer = optimizer
         self.tokens = tokens
         self.table = table
         self.device = device
+        self.ranks = ranks or Ranks(device=device)
+        check_share(self.ranks.world, plan.batch_size, plan.micro_batch)
         self.stream = WindowStream(len(table), plan.batch_size, plan.seed, plan.shuffle)
         self.schedule = plan.schedule
 
@@ -67,12 +74,14 @@ class Trainer:
         tokens: np.ndarray,
         table: WindowTable,
         device: torch.device,
+        ranks: Ranks | None = None,
     ) -> Trainer:
-        """A fresh run from a model's weights: a new AdamW, the schedule from its first update."""
+        """A fresh run from a model's weights: a new AdamW, the schedule from its first update.
+        With `ranks`, this process computes its share of each step of a data-parallel run."""
         _check_step_fits(model.config, plan, device)
         network = GPT.from_weights(model.config, model.weights, device, str(model.path))
         optimizer = build_adamw(network.named_parameters(), plan.adamw, plan.learning_rate)
-        return cls(plan, network, optimizer, tokens, table, device)
+        return cls(plan, network, optimizer, tokens, table, device, ranks)
 
     @classmethod
     def restore(
@@ -82,9 +91,10 @@ class Trainer:
         tokens: np.ndarray,
         table: WindowTable,
         device: torch.device,
+        ranks: Ranks | None = None,
     ) -> Trainer:
         """The run a checkpoint was written by, with its weights and AdamW state restored."""
-        trainer = cls.start(plan, checkpoint.model, tokens, table, device)
+        trainer = cls.start(plan, checkpoint.model, tokens, table, device, ranks)
         try:
             load_optimizer_state(
                 trainer.optimizer,
@@ -105,8 +115,10 @@ class Trainer:
         step_targets = int(self.table.target_counts[indices].sum())
         masks = StepMasks(self.plan.seed, n)
         micro = self.plan.micro_batch
-        summed = 0.0
-        for first in range(0, self.plan.batch_size, micro):
+        micro_batches = self.plan.batch_size // micro
+        mine = self.ranks.block(micro_batches)
+        parts, gradients = [], []
+        for first in (i * micro for i in mine):
             inputs, targets = collate(
                 self.tokens, self.table, indices[first : first + micro], self.device
             )  # (m, C-1) each
@@ -114,7 +126,14 @@ class Trainer:
                 logits = self.model(inputs, masks.rows(first))  # (m, C-1, vocab) float32
             share, part = micro_batch_loss(logits, targets, step_targets)
             share.backward()
-            summed += float(part.item())
+            parts.append(float(part.item()))
+            if self.ranks.world > 1:  # alone, autograd's accumulation is already the ordered sum
+                gradients.append(_take_gradient(self.parameters))
+        if self.ranks.world > 1:
+            _give_gradient(self.parameters, self.ranks.ordered_sum(gradients))
+        summed = 0.0
+        for part in self.ranks.gather(parts, micro_batches):  # micro-batch order on every rank
+            summed += part
         loss = summed / step_targets
         if not math.isfinite(loss):
             self.optimizer.zero_grad(set_to_none=True)
@@ -166,3 +185,21 @@ def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -
             f"is more than the {memory / 2**30:,.1f} GiB of memory {holder} has; lower "
             "--micro-batch-size or --context, or run on a device with more memory"
         )
+
+
+def _take_gradient(parameters: list[torch.nn.Parameter]) -> torch.Tensor:
+    """The parameters' gradients as one flat (P,) float32 copy, in parameter order; each
+    parameter's own is dropped, so the next backward computes a micro-batch's gradient alone."""
+    flat = torch.cat([p.grad.reshape(-1) for p in parameters])  # (P,)
+    for parameter in parameters:
+        parameter.grad = None
+    return flat
+
+
+def _give_gradient(parameters: list[torch.nn.Parameter], flat: torch.Tensor) -> None:
+    """Set each parameter's gradient to its slice of the flat (P,) gradient."""
+    offset = 0
+    for parameter in parameters:
+        count = parameter.numel()
+        parameter.grad = flat[offset : offset + count].view_as(parameter)
+        offset += count
