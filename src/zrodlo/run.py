@@ -170,7 +170,7 @@ def train(
         if ranks.leads:
             try:
                 writing.enter_context(claim(output, run, plan, done))
-            except Refusal:
+            except BaseException:  # a refusal, or anything else: the others must not wait on it
                 ranks.agree(False)
                 raise
         if not ranks.agree(True):
