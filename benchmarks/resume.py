@@ -2,7 +2,7 @@
 20,000 steps of a tiny model: the target is a time that does not grow with the steps done.
 
 A tiny model (d_model 16, one layer) is trained for real with the library's own run loop
-(`zrodlo.run.train`, the loop behind `zrodlo model train`) in three segments, 0-10, 10-1,000 and
+(`zrodlo.run.run_updates`, the loop behind `zrodlo model train`) in three segments, 0-10, 10-1,000 and
 1,000-20,000, each ending in the checkpoint and run records that a run stopped there leaves; a copy
 of the run directory is kept after each. (At a few hundred steps a second, `zrodlo model train`
 would take as long and write the same files; its rate is measured and recorded alongside.)
@@ -40,7 +40,7 @@ from zrodlo.checkpoint import read_checkpoint, read_model, read_record, write_mo
 from zrodlo.corpus import Corpus, prepare_corpus
 from zrodlo.model import ModelConfig, initial_weights
 from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, fresh_provenance, train
+from zrodlo.run import check_data, fresh_provenance, run_updates
 from zrodlo.runlog import RunLog
 from zrodlo.tokenizer import CharTokenizer
 from zrodlo.trainer import Trainer
@@ -94,7 +94,7 @@ def plan(steps: int, **writes) -> RunPlan:
 
 
 def build_runs(corpus_dir: Path, model_dir: Path, work: Path, stops: list[int]) -> dict:
-    """Train through every stop with zrodlo.run.train, keeping a copy of the run at each stop."""
+    """Train through every stop with zrodlo.run.run_updates, keeping a copy of the run at each stop."""
     model, corpus = read_model(model_dir), Corpus.open(corpus_dir)
     table = check_data(corpus, model, CONTEXT)
     trainer = Trainer.start(plan(stops[-1]), model, corpus.tokens, table, CPU)
@@ -103,7 +103,7 @@ def build_runs(corpus_dir: Path, model_dir: Path, work: Path, stops: list[int]) 
     done = 0
     started = time.perf_counter()
     for stop in stops:
-        train(trainer, plan(stop), done, live, model, provenance)
+        run_updates(trainer, plan(stop), done, live, model, provenance)
         shutil.copytree(live, work / f"run-{stop}")
         done = stop
     seconds = time.perf_counter() - started
@@ -260,7 +260,7 @@ def main() -> None:
             "device": "cpu",
         },
         "build": {
-            "method": "zrodlo.run.train in-process, one trainer, segments ending at each stop",
+            "method": "zrodlo.run.run_updates in-process, one trainer, segments ending at each stop",
             **build,
             "zrodlo_model_train_rate": rate,
         },

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 
 import typer
 
@@ -22,7 +23,14 @@ from stages import (
     tokenizer,
     train,
 )
-from zrodlo.refusal import Refusal, Reported, cause
+from zrodlo.refusal import (
+    LOST_CONTACT_STATUS,
+    QUIET_ON_LOST_CONTACT,
+    LostContact,
+    Refusal,
+    Reported,
+    cause,
+)
 
 _QUIET_PROCESS_WAIT_S = 2.0
 
@@ -71,8 +79,15 @@ def main() -> None:
     process 0 prints it; the others end with the same status and say nothing.
     """
     speaks = os.environ.get("RANK", "0") == "0"
+    warnings.showwarning = _show_warning
     try:
         app()
+    except LostContact as lost:
+        # Under `--processes` the launcher says which process failed; under torchrun, each
+        # process that finds out, on whichever machine it runs.
+        if QUIET_ON_LOST_CONTACT not in os.environ:
+            print(f"Error: {lost.sentence}", file=sys.stderr)
+        sys.exit(LOST_CONTACT_STATUS)
     except Refusal as refusal:
         if speaks:
             print(f"Error: {refusal.sentence}", file=sys.stderr)
@@ -92,3 +107,8 @@ def main() -> None:
         if speaks:
             raise
         sys.exit(1)  # process 0 meets the same error, or lost this one, and says so
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning of the library as one line, `warning: <sentence>`, without the source line."""
+    print(f"warning: {message}", file=sys.stderr)

@@ -81,6 +81,11 @@ def train_command(
     device: str = options.DEVICE,
     ordinal: int | None = options.ORDINAL,
     processes: int = options.PROCESSES,
+    threads: int | None = typer.Option(
+        None,
+        help="Threads each process computes on; the weights depend on it, and not on --processes. "
+        "Default: OMP_NUM_THREADS, else the cores for one process and 1 for each of several.",
+    ),
 ) -> None:
     """Train every weight of a model directory with AdamW on next-token cross-entropy.
 
@@ -88,14 +93,8 @@ def train_command(
     is the one-process run to the bit."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from stages.progress import step_display
-    from zrodlo.checkpoint import read_model
-    from zrodlo.corpus import Corpus
-    from zrodlo.device import check_device, resolve_device
-    from zrodlo.launch import run_as_workers
-    from zrodlo.parallel import join
     from zrodlo.plan import RunPlan
-    from zrodlo.run import check_data, check_held_out, fresh_provenance, open_held_out, train
-    from zrodlo.trainer import Trainer
+    from zrodlo.training import Compute, train
 
     plan = RunPlan(
         steps=steps,
@@ -121,20 +120,7 @@ def train_command(
         checkpoint_every=checkpoint_every,
         keep_checkpoints=keep_checkpoints,
     )
-    plan.validate()
-    if run_as_workers(processes, plan):
-        return
-    start = read_model(model)
-    data = Corpus.open(corpus)
-    table = check_data(data, start, context)
-    check_held_out(eval_corpus, eval_every)
-    held_out = open_held_out(eval_corpus, start, context)
-    check_device(device, ordinal, precision)
-    target = resolve_device(device, ordinal, precision)
-    ranks = join(target)
-    trainer = Trainer.start(plan, start, data.tokens, table, target, ranks)
-    provenance = fresh_provenance(start, data.digest, plan)
-    with step_display(0, steps) as on_step:
-        written = train(trainer, plan, 0, output, start, provenance, held_out, on_step)
-    if ranks.leads:
+    compute = Compute(device, ordinal, processes)
+    written = train(model, corpus, output, plan, compute, threads, eval_corpus, step_display)
+    if written:
         typer.echo(f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}")

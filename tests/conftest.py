@@ -303,6 +303,20 @@ def dropout_model(training_data: TrainingData, tmp_path_factory: pytest.TempPath
 
 
 @pytest.fixture(scope="session")
+def large_model(training_data: TrainingData, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """About 1.6 million parameters: some 19 MB of weights and AdamW state to write and sync, so
+    a kill can land inside a checkpoint write."""
+    model = tmp_path_factory.mktemp("large-model") / "model"
+    returncode, _, stderr = _run_zrodlo(
+        "model", "init", "--tokenizer", training_data.tokenizer, "--output", model,
+        "--layers", 2, "--heads", 4, "--d-model", 256, "--d-ff", 1024, "--positions", 16,
+        "--dropout", 0.1, "--seed", 7, cwd=model.parent,
+    )  # fmt: skip
+    assert (returncode, stderr) == (0, ""), stderr
+    return model
+
+
+@pytest.fixture(scope="session")
 def other_corpus(training_data: TrainingData, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """OTHER_DOCUMENTS prepared with training_data's tokenizer: the same vocabulary, other content."""
     root = tmp_path_factory.mktemp("other-corpus")

@@ -34,8 +34,13 @@ def check_device(device: str, ordinal: int | None, precision: str) -> None:
         )
 
 
-def resolve_device(device: str, ordinal: int | None, precision: str) -> torch.device:
-    """The torch device for checked flags, or a refusal naming what this machine lacks."""
+def resolve_device(
+    device: str, ordinal: int | None, precision: str, local_rank: int = 0
+) -> torch.device:
+    """The torch device for checked flags, or a refusal naming what this machine lacks.
+
+    The processes of a data-parallel run on one machine take one GPU each: the one `local_rank`
+    places after --ordinal."""
     check_device(device, ordinal, precision)
     if device == "cpu":
         return torch.device("cpu")
@@ -51,7 +56,12 @@ def resolve_device(device: str, ordinal: int | None, precision: str) -> torch.de
                 f"--ordinal {ordinal} names a CUDA device this machine does not have; "
                 f"PyTorch sees {count}"
             )
-        return torch.device("cuda", ordinal)
+        if ordinal + local_rank >= count:
+            raise Refusal(
+                f"process {local_rank} of this machine takes CUDA device {ordinal + local_rank} "
+                f"(--ordinal {ordinal} and one GPU a process), and PyTorch sees {count}"
+            )
+        return torch.device("cuda", ordinal + local_rank)
     if not torch.backends.mps.is_built() or not torch.backends.mps.is_available():
         raise Refusal(
             "--device metal needs an Apple GPU and PyTorch built with MPS, and this machine "

@@ -18,13 +18,15 @@ of a wait without end.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
-from zrodlo.refusal import Refusal
+from zrodlo.refusal import LostContact, Refusal
 
 _CPU = torch.device("cpu")
 # The longest any rank waits for another: long enough for rank 0 to write a checkpoint between two
@@ -51,12 +53,21 @@ class Ranks:
         start = self.rank * per + min(self.rank, extra)
         return range(start, start + per + (self.rank < extra))
 
+    @contextmanager
+    def _talking(self) -> Iterator[None]:
+        """Turn torch.distributed's error for a peer that died or hangs into a sentence."""
+        try:
+            yield
+        except (RuntimeError, dist.DistError) as error:
+            raise LostContact(self.rank, self.world, error) from None
+
     def agree(self, ok: bool) -> bool:
         """Whether every rank is ok, known on every rank: a refusal one rank meets stops all."""
         if self.world == 1:
             return ok
         flag = torch.tensor([int(ok)], dtype=torch.int32, device=self.device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        with self._talking():
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN)
         return bool(flag.item())
 
     def gather(self, values: list[float], count: int) -> list[float]:
@@ -68,7 +79,8 @@ class Ranks:
         mine = torch.full((width,), float("nan"), dtype=torch.float64, device=self.device)
         mine[: len(values)] = torch.tensor(values, dtype=torch.float64)
         parts = [torch.empty_like(mine) for _ in range(self.world)]
-        dist.all_gather(parts, mine)
+        with self._talking():
+            dist.all_gather(parts, mine)
         sizes = [len(Ranks(r, self.world).block(count)) for r in range(self.world)]
         return [v for part, size in zip(parts, sizes, strict=True) for v in part[:size].tolist()]
 
@@ -80,6 +92,10 @@ class Ranks:
             for gradient in gradients[1:]:
                 total.add_(gradient)
             return total
+        with self._talking():
+            return self._chain_sum(gradients)
+
+    def _chain_sum(self, gradients: list[torch.Tensor]) -> torch.Tensor:
         previous, following = self.rank - 1, self.rank + 1
         total = None
         if self.rank > 0:
@@ -107,6 +123,8 @@ def join(device: torch.device) -> Ranks:
     if world == 1:
         return Ranks(device=device)
     backend = "nccl" if device.type == "cuda" else "gloo"
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # nccl talks from the current GPU
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT)
     return Ranks(dist.get_rank(), dist.get_world_size(), device)
@@ -126,3 +144,22 @@ def check_share(world: int, batch_size: int, micro_batch: int) -> None:
 def check_processes(processes: int) -> None:
     if processes < 1:
         raise Refusal(f"--processes is {processes}; it must be a whole number of one or more")
+
+
+def check_threads(threads: int | None) -> None:
+    if threads is not None and threads < 1:
+        raise Refusal(f"--threads is {threads}; it must be a whole number of one or more")
+
+
+def use_threads(threads: int | None) -> None:
+    """Compute on `threads` threads, or on torch's own count (OMP_NUM_THREADS, else the cores).
+
+    Matrix products split their sums by thread, so the count is part of what a run's bits depend
+    on, and trainer.json records it."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
+def local_rank() -> int:
+    """This process's place among the processes of its machine (LOCAL_RANK under a launcher)."""
+    return int(os.environ.get("LOCAL_RANK", "0"))

@@ -1,7 +1,8 @@
 """The one exception a refusal raises: it carries the sentence the user reads after `Error: `.
 
 `WriteFailure` is the refusal of the operating system rather than of Zrodlo (a full disk, a
-read-only directory): its sentence names the output that could not be written and why. `shown`
+read-only directory): its sentence names the output that could not be written and why.
+`LostContact` ends a process of a data-parallel run whose peer is gone. `shown`
 writes a number into a sentence as the user typed it.
 """
 
@@ -11,6 +12,7 @@ import os
 import re
 from pathlib import Path
 
+_SOURCE_PLACE = re.compile(r"^\[[^\]]*\.\w+:\d+\] ")
 # How pyarrow, which sets no errno on the OSError it raises, states the system's error number.
 _STATED_ERRNO = re.compile(r"\[errno (\d+)\]")
 
@@ -39,6 +41,25 @@ class WriteFailure(Refusal):
         super().__init__(sentence if then is None else f"{sentence}; {then}")
         self.path = path
         self.error = error
+
+
+# A worker that lost contact with another ends with this status and, started by `--processes`,
+# says nothing: the launcher names the process that failed first.
+LOST_CONTACT_STATUS = 3
+QUIET_ON_LOST_CONTACT = "ZRODLO_QUIET_ON_LOST_CONTACT"
+
+
+class LostContact(Refusal):
+    """A process of a data-parallel run that another has stopped answering: it died, or hangs."""
+
+    def __init__(self, rank: int, world: int, error: BaseException) -> None:
+        # gloo's message: "[<source file>:<line>] Read error [<peer>]: Connection reset by
+        # peer. This is typically caused by ..."; its first sentence says what happened.
+        said = _SOURCE_PLACE.sub("", " ".join(str(error).split())).split(". ")[0].rstrip(".")
+        super().__init__(
+            f"process {rank} of {world} lost contact with the other processes of the run "
+            f"({said or type(error).__name__}); the checkpoints already written are whole"
+        )
 
 
 class Reported(Exception):

@@ -141,7 +141,7 @@ def fresh_provenance(start: Model, corpus_digest: str, plan: RunPlan) -> dict:
     }
 
 
-def train(
+def run_updates(
     trainer: Trainer,
     plan: RunPlan,
     done: int,

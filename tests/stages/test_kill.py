@@ -23,7 +23,7 @@ import torch
 
 from zrodlo.checkpoint import read_checkpoint, read_model
 from zrodlo.corpus import Corpus
-from zrodlo.run import check_data, fresh_provenance, train
+from zrodlo.run import check_data, fresh_provenance, run_updates
 from zrodlo.trainer import Trainer
 
 FULL = os.environ.get("ZRODLO_FULL_TESTS") == "1"
@@ -179,16 +179,6 @@ def test_a_run_killed_at_a_random_moment_continues_to_the_uninterrupted_result(
 # while, and the kill sent as soon as the temporary directory of a write appears.
 
 
-@pytest.fixture(scope="module")
-def large_model(tmp_path_factory, training_data, start_zrodlo) -> Path:
-    """About 1.6 million parameters: some 19 MB of weights and AdamW state to write and sync."""
-    model = tmp_path_factory.mktemp("large-model") / "model"
-    shape = ("--layers", 2, "--heads", 4, "--d-model", 256, "--d-ff", 1024, "--positions", 16)
-    args = ("model", "init", "--tokenizer", training_data.tokenizer, "--output", model, *shape)
-    finish(start_zrodlo(*args, "--dropout", 0.1, "--seed", 7, cwd=model.parent))
-    return model
-
-
 def kill_inside_a_write(run: Path, process: subprocess.Popen, least_step: int) -> Path | None:
     """Kill `process` inside the checkpoint write of step `least_step` or later, once the write's
     temporary directory holds model.safetensors (its weights possibly half written); None if the
@@ -276,7 +266,7 @@ def test_a_kill_while_retention_deletes_an_old_checkpoint_leaves_only_whole_chec
     run = tmp_path / "run"
     monkeypatch.setattr(shutil, "rmtree", killed_after_the_first_file)
     with pytest.raises(Killed):
-        train(trainer, plan, 0, run, model, provenance)  # killed removing step-1 after step 3
+        run_updates(trainer, plan, 0, run, model, provenance)  # killed removing step-1 after step 3
     monkeypatch.undo()
 
     assert [p.name for p in run.glob("step-*")] and whole_checkpoints(run)

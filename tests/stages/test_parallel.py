@@ -7,7 +7,9 @@ the promise is bit-equality at the same threads per process.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from zrodlo.checkpoint import read_checkpoint
+
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "COLUMNS": "200"}
@@ -25,6 +29,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "COLUMN
 # Shuffle, dropout (dropout_model), clipping, warmup and decay and held-out scoring all on.
 FLAGS = {"--batch-size": 8, "--checkpoint-every": 2, "--eval-every": 2}
 STEPS = 6
+TEMPORARY = re.compile(r"\.step-(\d+)\.partial-\d+")  # a checkpoint being written
 SAME = ("model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json", "model.json")
 
 
@@ -85,6 +90,34 @@ def test_processes_make_the_one_process_run_to_the_bit(
     assert f'"processes": {processes}' in trainer and '"threads": 1' in trainer
 
 
+def test_threads_per_process_reach_every_worker_and_the_run_stays_the_one_process_run(
+    train_args, training_data, dropout_model, tmp_path
+):
+    # The run's bits depend on the threads of each process, so --threads goes to every worker.
+    alone, shared = tmp_path / "alone", tmp_path / "shared"
+    for output, extra in ((alone, ()), (shared, ("--processes", 2))):
+        args = training(train_args, training_data, dropout_model, output, "--threads", 2, *extra)
+        done = run(ZRODLO, *args, cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert_same_run(alone, shared)
+    environment = json.loads((shared / f"step-{STEPS}" / "trainer.json").read_text())
+    assert (environment["environment"]["threads"], environment["environment"]["processes"]) == (
+        2,
+        2,
+    )
+
+
+def test_no_threads_is_refused_before_anything_is_written(
+    train_args, training_data, dropout_model, tmp_path, snapshot
+):
+    before = snapshot(tmp_path)
+    args = training(train_args, training_data, dropout_model, tmp_path / "run", "--threads", 0)
+    done = run(ZRODLO, *args, "--processes", 2, cwd=tmp_path)
+    assert done.stderr == "Error: --threads is 0; it must be a whole number of one or more\n"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert snapshot(tmp_path) == before
+
+
 def test_torchrun_makes_the_one_process_run(
     alone, train_args, training_data, dropout_model, tmp_path
 ):
@@ -93,6 +126,17 @@ def test_torchrun_makes_the_one_process_run(
     done = run(TORCHRUN, "--standalone", "--nproc-per-node", 2, ZRODLO, *args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert_same_run(alone, output)
+
+
+def wait_for_listener(port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
 
 
 def free_port() -> int:
@@ -205,14 +249,130 @@ def test_a_killed_process_ends_the_run_and_its_checkpoints_resume_exactly(
         assert (resumed / last).read_bytes() == (straight / last).read_bytes(), name
 
 
+def workers_of(launcher: int) -> dict[int, int]:
+    """The pids of the workers `launcher` started, by rank."""
+    workers = {}
+    for child in Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split():
+        for entry in Path(f"/proc/{child}/environ").read_bytes().split(b"\0"):
+            if entry.startswith(b"RANK="):
+                workers[int(entry.removeprefix(b"RANK="))] = int(child)
+    return workers
+
+
 def wait_for_worker(launcher: int, rank: int, until) -> int:
     """The pid of worker `rank` of the run `launcher` started, once `until()` holds."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if until():
-            for child in Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split():
-                environ = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
-                if f"RANK={rank}".encode() in environ:
-                    return int(child)
+        if until() and rank in (workers := workers_of(launcher)):
+            return workers[rank]
         time.sleep(0.05)
     raise AssertionError("the run did not reach its checkpoint in time")
+
+
+@pytest.mark.parametrize("killed", [0, 1])
+def test_a_process_killed_during_a_checkpoint_write_ends_the_run_and_it_resumes_exactly(
+    killed, train_args, training_data, large_model, resume_args, tmp_path
+):
+    # Process 0 writes some 19 MB a checkpoint; the kill lands once its weights file exists in
+    # the write's temporary directory, before the checkpoint is renamed into place.
+    steps = 8
+    flags = {"--batch-size": 8, "--checkpoint-every": 1}
+    straight = tmp_path / "straight"
+    assert run(ZRODLO, *train_args(large_model, training_data.corpus, straight, steps, flags),
+               cwd=tmp_path).returncode == 0  # fmt: skip
+    for attempt in range(10):
+        output = tmp_path / f"killed-{attempt}"
+        args = train_args(large_model, training_data.corpus, output, steps, flags)
+        launcher = start(ZRODLO, *args, "--processes", 2, cwd=tmp_path)
+        temporary = inside_a_checkpoint_write(output, launcher)
+        if temporary is None:
+            continue
+        os.kill(worker_of(launcher.pid, killed), signal.SIGKILL)
+        landed = temporary.exists()  # still being written when the kill came
+        started = time.monotonic()
+        _, stderr = launcher.communicate(timeout=120)
+        assert time.monotonic() - started < 60
+        if landed:
+            break
+    else:
+        pytest.fail("no kill landed inside a checkpoint write in 10 runs")
+    assert launcher.returncode == 1
+    # Process 0 finishes a write the other's death interrupts, or leaves its temporary; either
+    # way every step-<n> is a whole checkpoint.
+    for checkpoint in output.glob("step-*"):
+        assert read_checkpoint(checkpoint).step == int(checkpoint.name.removeprefix("step-"))
+    if killed == 0:
+        assert temporary.exists()
+    assert stderr == (
+        f"Error: process {killed} of 2 was killed by SIGKILL; every process of the run has "
+        "stopped, and the checkpoints already written are whole\n"
+    )
+    newest = max(
+        (p for p in output.iterdir() if p.name.startswith("step-")),
+        key=lambda p: int(p.name.removeprefix("step-")),
+    )
+    resumed = tmp_path / "resumed"
+    done = run(ZRODLO, *resume_args(newest, training_data.corpus, resumed, steps), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    for name in ("model.safetensors", "optimizer.safetensors"):
+        last = f"step-{steps}/{name}"
+        assert (resumed / last).read_bytes() == (straight / last).read_bytes(), name
+
+
+def inside_a_checkpoint_write(output: Path, launcher: subprocess.Popen) -> Path | None:
+    """The temporary directory of a checkpoint write of step 2 or later once it holds
+    model.safetensors; None if the run ended first."""
+    while launcher.poll() is None:
+        for entry in os.scandir(output) if output.exists() else []:
+            writing = TEMPORARY.fullmatch(entry.name)
+            weights = Path(entry.path) / "model.safetensors"
+            if writing and int(writing.group(1)) >= 2 and weights.exists():
+                return Path(entry.path)
+        time.sleep(0.0002)
+    launcher.communicate()
+    return None
+
+
+def worker_of(launcher: int, rank: int) -> int:
+    return wait_for_worker(launcher, rank, until=lambda: True)
+
+
+def test_a_node_that_loses_the_other_says_so_once_and_ends(
+    train_args, training_data, dropout_model, tmp_path
+):
+    # Two torchrun nodes; the second one's worker and agent die at once, as a machine would.
+    # The first node's agent cannot see that worker: its own worker finds out, in a collective.
+    output = tmp_path / "run"
+    flags = {"--batch-size": 8, "--checkpoint-every": 1, "--keep-checkpoints": 2}
+    args = train_args(dropout_model, training_data.corpus, output, 2000, flags)
+    port = free_port()
+    rendezvous = [
+        "--nnodes", 2, "--nproc-per-node", 1, "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "lost-node",
+    ]  # fmt: skip
+    # The first node to come up holds the rendezvous store, which the lost one must not.
+    first = start(TORCHRUN, *rendezvous, ZRODLO, *args, cwd=tmp_path)
+    wait_for_listener(port)
+    second = start(TORCHRUN, *rendezvous, ZRODLO, *args, cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while not (output / "step-3").is_dir() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # The rendezvous may give either node rank 0; the survivor's worker says it lost contact.
+    (lost,) = workers_of(second.pid).values()
+    os.kill(lost, signal.SIGKILL)
+    second.kill()
+    second.communicate()
+    _, stderr = first.communicate(timeout=120)
+    assert first.returncode != 0
+    lines = [re.sub(r"^\[rank\d\]: ", "", line) for line in stderr.splitlines()]
+    said = [line for line in lines if line.startswith("Error: ")]
+    assert len(said) == 1, stderr
+    assert re.fullmatch(
+        r"Error: process [01] of 2 lost contact with the other processes of the run \([^()]*"
+        r"Connection (reset|closed) by peer[^()]*\); the checkpoints already written are whole",
+        said[0],
+    ), said
+    # No traceback of the worker (torchrun's own follows its failed worker, in torch's files).
+    assert "src/zrodlo/" not in stderr and "stages/" not in stderr, stderr
+    for checkpoint in output.glob("step-*"):
+        assert read_checkpoint(checkpoint).step == int(checkpoint.name.removeprefix("step-"))

@@ -334,7 +334,8 @@ def test_every_option_of_model_train_has_help(run_zrodlo, tmp_path):
     expected = {f"--{name}" for name in FLAGS} | {"--model", "--corpus", "--output", "--steps"}
     optional = {"micro-batch-size", "warmup-steps", "stable-steps", "decay-steps", "decay-shape"}
     optional |= {"min-learning-rate", "clip-norm", "shuffle", "eval-corpus", "eval-every"}
-    optional |= {"checkpoint-every", "keep-checkpoints", "ordinal", "processes", "help"}
+    optional |= {"checkpoint-every", "keep-checkpoints", "ordinal", "processes", "threads"}
+    optional |= {"help"}
     assert set(options) == expected | {f"--{name}" for name in optional}
     assert all(options.values()), options
 

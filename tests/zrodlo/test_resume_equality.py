@@ -28,7 +28,7 @@ from zrodlo.checkpoint import (
 from zrodlo.corpus import Corpus
 from zrodlo.model import ModelConfig, initial_weights
 from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, fresh_provenance, open_held_out, train
+from zrodlo.run import check_data, fresh_provenance, open_held_out, run_updates
 from zrodlo.runlog import LEDGER_FILE, STEPS_FILE, StepRecord, read_ledger
 from zrodlo.tokenizer import CharTokenizer
 from zrodlo.trainer import Trainer
@@ -144,7 +144,7 @@ def run_from_scratch(
     held = open_held_out(held_out if plan.eval_every else None, model, plan.context)
     trainer = Trainer.start(plan, model, corpus.tokens, table, CPU)
     extra = {} if on_step is None else {"on_step": on_step}
-    train(trainer, plan, 0, output, model, provenance(plan, corpus, model), held, **extra)
+    run_updates(trainer, plan, 0, output, model, provenance(plan, corpus, model), held, **extra)
 
 
 def resume(
@@ -163,7 +163,7 @@ def resume(
     table = check_data(corpus, state.model, plan.context)
     held = open_held_out(held_out if plan.eval_every else None, state.model, plan.context)
     trainer = Trainer.restore(plan, state, corpus.tokens, table, CPU)
-    train(
+    run_updates(
         trainer,
         plan,
         state.step,

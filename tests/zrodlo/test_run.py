@@ -9,7 +9,7 @@ import torch
 
 from zrodlo.checkpoint import read_model
 from zrodlo.corpus import Corpus
-from zrodlo.run import check_data, fresh_provenance, train
+from zrodlo.run import check_data, fresh_provenance, run_updates
 from zrodlo.trainer import Trainer
 
 RECORDS = {"steps.csv", "ledger.jsonl", "timing.csv", "held_out.csv"}
@@ -35,7 +35,9 @@ def test_the_records_are_synced_before_each_checkpoint_is_renamed_into_place(
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "rename", rename)
-    train(trainer, plan, 0, tmp_path / "run", model, fresh_provenance(model, corpus.digest, plan))
+    run_updates(
+        trainer, plan, 0, tmp_path / "run", model, fresh_provenance(model, corpus.digest, plan)
+    )
     monkeypatch.undo()
 
     start = 0
