@@ -14,6 +14,7 @@ from stages import (
     diff,
     documents,
     evaluate,
+    export,
     init,
     prepare,
     report,
@@ -48,7 +49,7 @@ corpus_group = typer.Typer(help="Token corpora prepared from documents.", no_arg
 app.add_typer(documents_group, name="documents")
 app.add_typer(tokenizer_group, name="tokenizer")
 model_group = typer.Typer(
-    help="Models: initialise, train, evaluate and sample.", no_args_is_help=True
+    help="Models: initialise, train, evaluate, sample and export.", no_args_is_help=True
 )
 checkpoint_group = typer.Typer(help="Checkpoints: resume and compare runs.", no_args_is_help=True)
 app.add_typer(corpus_group, name="corpus")
@@ -65,6 +66,7 @@ model_group.command("init")(init.init)
 model_group.command("train")(train.train_command)
 model_group.command("evaluate")(evaluate.evaluate)
 model_group.command("sample")(sample.sample)
+model_group.command("export")(export.export)
 checkpoint_group.command("resume")(resume.resume)
 checkpoint_group.command("diff")(diff.diff)
 app.command("report")(report.report)
