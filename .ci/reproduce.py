@@ -45,7 +45,7 @@ SMALL = {
         "eval_every": 4,
         "checkpoint_every": 2,
     },
-    "resume": {"from_step": 6},  # the older of the two checkpoints train.keep_checkpoints keeps
+    "resume": {"before_end": 2},  # step-6, the older of the two checkpoints kept
     "report": {"sample_tokens": 20},
 }
 

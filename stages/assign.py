@@ -12,6 +12,11 @@ from zrodlo.documents import read_documents
 from zrodlo.output import check_new_file, new_file
 from zrodlo.pools import assign_pools
 
+EXAMPLE = (
+    "Example: zrodlo documents assign --documents data/documents.jsonl --output "
+    "data/splits.json --validation 0.1 --test 0.1"
+)
+
 
 def assign(
     documents: Path = typer.Option(..., help="The documents file (JSONL) whose ids are assigned."),
@@ -21,8 +26,7 @@ def assign(
 ) -> None:
     """Write splits.json, each id's pool drawn from a hash of the id alone.
 
-    Adding documents never moves an existing one to another pool.
-    """
+    Adding documents never moves an existing one to another pool."""
     check_new_file(output)
     ids = [document.id for document in read_documents(documents)]
     pools = assign_pools(ids, validation, test, documents)

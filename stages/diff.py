@@ -12,6 +12,8 @@ from zrodlo.output import check_replaceable, replace_file
 from zrodlo.refusal import Refusal
 from zrodlo.runlog import LEDGER_FILE, compare_ledgers, read_ledger
 
+EXAMPLE = "Example: zrodlo checkpoint diff run resumed --output reports/resume.json"
+
 
 def diff(
     first: Path = typer.Argument(..., help="A run directory (holding ledger.jsonl)."),

@@ -16,6 +16,9 @@ from zrodlo.sources import (
     write_documents,
 )
 
+TORCH_DOCS_EXAMPLE = "Example: zrodlo documents torch-docs --output data/documents.jsonl"
+IMPORT_EXAMPLE = "Example: zrodlo documents import --source my_texts/ --output data/documents.jsonl"
+
 
 def torch_docs(
     output: Path = typer.Option(..., help="The documents file (JSONL) to write; must not exist."),

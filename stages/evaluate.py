@@ -8,6 +8,11 @@ import typer
 
 from stages import options
 
+EXAMPLE = (
+    "Example: zrodlo model evaluate --model run/step-2000 --corpus corpus/validation --corpus "
+    "corpus/test --baseline corpus/train"
+)
+
 
 def evaluate(
     model: Path = typer.Option(..., help="The model directory or checkpoint to score."),
@@ -35,61 +40,16 @@ def evaluate(
     from rich.console import Console
     from rich.table import Table
 
-    from zrodlo.bigram import Bigram
-    from zrodlo.checkpoint import read_model
-    from zrodlo.corpus import Corpus
-    from zrodlo.device import resolve_device
     from zrodlo.digest import json_text
-    from zrodlo.evaluate import score
-    from zrodlo.model import GPT, parameter_count
     from zrodlo.output import check_replaceable, replace_file
-    from zrodlo.refusal import Refusal
-    from zrodlo.run import check_data
+    from zrodlo.scoring import evaluate as score_corpora
 
     if output is not None:
         check_replaceable(output)
-    loaded = read_model(model)
-    window = context if context is not None else loaded.config.positions + 1
-    if batch_size < 1:
-        raise Refusal(f"--batch-size is {batch_size}; it must be a whole number of 1 or more")
-    opened = [(path, Corpus.open(path)) for path in corpus]
-    tables = [check_data(data, loaded, window) for _, data in opened]
-    reference = None
-    if baseline is not None:
-        counted = Corpus.open(baseline)
-        check_data(counted, loaded, window)
-        reference = Bigram.count(counted.tokens, counted.offsets, loaded.config.vocab_size)
-    target = resolve_device(device, ordinal, "f32")
-    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
-    results = {}
-    for (path, data), table in zip(opened, tables, strict=True):
-        scored = score(network, data.tokens, table, batch_size, target)
-        entry = {
-            "loss": scored.loss,
-            "perplexity": scored.perplexity,
-            "bits_per_character": scored.bits_per_character,
-            "targets": scored.targets,
-            "windows": scored.windows,
-            "documents": data.manifest["documents"],
-            "unknown_tokens": data.manifest.get("unknown_tokens"),
-            "unknown_rate": data.manifest.get("unknown_rate"),
-            "corpus_digest": data.digest,
-        }
-        if reference is not None:
-            entry["bigram_loss"] = reference.score(data.tokens, table).loss
-        results[path.name if path.name not in results else str(path)] = entry
-    report = {
-        "model": {
-            "path": str(model),
-            "parameters": parameter_count(loaded.config),
-            "vocab_size": loaded.config.vocab_size,
-            "context": window,
-            "baseline": None if baseline is None else str(baseline),
-        },
-        "corpora": results,
-    }
+    report = score_corpora(model, corpus, context, batch_size, baseline, device, ordinal)
     if output is not None:
         replace_file(output, json_text(report))
+    window, results = report["model"]["context"], report["corpora"]
     table = Table(title=f"{model}: loss in nats per target, context {window}")
     for column in (
         "corpus",

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+EXAMPLE = "Example: zrodlo model export --model run/step-2000 --output exported"
+
 
 def export(
     model: Path = typer.Option(..., help="The model directory or checkpoint to export."),
@@ -16,10 +18,7 @@ def export(
     """Write a model as a GPT-2 directory that Hugging Face transformers loads.
 
     config.json, model.safetensors and a tokenizer whose ids are Zrodlo's, loaded offline by
-    AutoModelForCausalLM and AutoTokenizer.from_pretrained.
-
-    Example: zrodlo model export --model run/step-2000 --output exported
-    """
+    AutoModelForCausalLM and AutoTokenizer.from_pretrained."""
     # Imported here, not at the top: `zrodlo --help` then starts without torch.
     from zrodlo.export import export as export_model
 

@@ -6,6 +6,11 @@ from pathlib import Path
 
 import typer
 
+EXAMPLE = (
+    "Example: zrodlo model init --tokenizer tokenizer --output model --layers 4 --heads 4 "
+    "--d-model 128 --d-ff 512 --positions 128 --dropout 0.1 --seed 1"
+)
+
 
 def init(
     tokenizer: Path = typer.Option(

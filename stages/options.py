@@ -21,11 +21,19 @@ KEEP_CHECKPOINTS = typer.Option(
 )
 _DEVICE_HELP = "The device to compute on: cpu, metal or cuda."
 # A run names its device (seed 001); scoring and sampling default to the CPU.
-DEVICE = typer.Option(..., help=_DEVICE_HELP)
-DEVICE_OR_CPU = typer.Option("cpu", help=_DEVICE_HELP)
+# Flags with a fixed set of values show it in --help; a value outside it reaches the library,
+# which refuses it with the seeds' sentence (a parser's choice would print its own).
+_DEVICES = "[cpu|metal|cuda]"
+DEVICE = typer.Option(..., metavar=_DEVICES, help=_DEVICE_HELP)
+DEVICE_OR_CPU = typer.Option("cpu", metavar=_DEVICES, help=_DEVICE_HELP)
 ORDINAL = typer.Option(None, help="The GPU to use; required for metal and cuda.")
 PROCESSES = typer.Option(
     1,
     help="Processes that share each step's micro-batches on this machine, started by "
     "torch.distributed's launcher; any number that divides the micro-batches gives the same run.",
+)
+TIMING = typer.Option(
+    None,
+    help="The file each step's seconds and tokens/s go to, instead of timing.csv in --output: "
+    "wall-clock time kept out of what a pipeline hashes.",
 )

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.corpus import prepare_corpus
-from zrodlo.output import check_new_directory, new_directory
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.corpus import prepare as prepare_corpus
+
+EXAMPLE = (
+    "Example: zrodlo corpus prepare --documents pools/train.jsonl --tokenizer tokenizer "
+    "--output corpus/train"
+)
 
 
 def prepare(
@@ -18,11 +21,8 @@ def prepare(
     output: Path = typer.Option(..., help="The corpus directory to write; must not exist."),
 ) -> None:
     """Write tokens.arrow (Arrow IPC: ids and token lists) and corpus.json (digests and counts)."""
-    check_new_directory(output)
-    fitted = CharTokenizer.load(tokenizer)
     started = time.perf_counter()
-    with new_directory(output) as partial:
-        manifest = prepare_corpus(documents, fitted, partial)
+    manifest = prepare_corpus(documents, tokenizer, output)
     seconds = time.perf_counter() - started
     typer.echo(
         f"wrote {output}: {manifest['documents']} documents, {manifest['tokens']} tokens, "

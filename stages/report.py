@@ -7,6 +7,11 @@ from pathlib import Path
 
 import typer
 
+EXAMPLE = (
+    "Example: zrodlo report --run run --metrics reports/metrics.json --corpora corpus --model "
+    "run/step-2000 --output reports"
+)
+
 
 def report(
     run: Path = typer.Option(..., help="The run directory whose steps.csv is charted."),
@@ -53,8 +58,7 @@ def report(
         write_report,
     )
     from zrodlo.runlog import STEPS_FILE
-    from zrodlo.sample import check_sampling, unknown_warning
-    from zrodlo.sample import sample as draw_sample
+    from zrodlo.sample import check_sampling, draw, unknown_warning
 
     # Everything is read and checked before the first file is written.
     check_sampling(sample_tokens, sample_temperature, None)
@@ -91,7 +95,7 @@ def report(
     # On the CPU, so that the sample in the report is the same text on every machine.
     cpu = resolve_device("cpu", None, "f32")
     network = GPT.from_weights(loaded.config, loaded.weights, cpu, str(model))
-    text = draw_sample(
+    text = draw(
         network,
         loaded.tokenizer,
         sample_prompt,

@@ -8,6 +8,11 @@ import typer
 
 from stages import options
 
+EXAMPLE = (
+    "Example: zrodlo checkpoint resume --checkpoint run/step-1900 --corpus corpus/train "
+    "--output resumed --steps 2000 --device cpu --processes 2"
+)
+
 
 def resume(
     checkpoint: Path = typer.Option(..., help="The step-<n> checkpoint directory to continue."),
@@ -25,6 +30,7 @@ def resume(
     device: str = options.DEVICE,
     ordinal: int | None = options.ORDINAL,
     processes: int = options.PROCESSES,
+    timing: Path | None = options.TIMING,
 ) -> None:
     """Continue a checkpoint with its own optimizer state and data position, on any number of
     processes that divides a step's micro-batches."""
@@ -44,6 +50,7 @@ def resume(
         checkpoint_every,
         keep_checkpoints,
         step_display,
+        timing,
     )
     if written:
         typer.echo(f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
 from stages import options
+
+EXAMPLE = (
+    "Example: zrodlo model sample --model run/step-2000 --prompt 'The ' --tokens 300 "
+    "--temperature 0.8 --seed 1"
+)
 
 
 def sample(
@@ -26,21 +30,7 @@ def sample(
 ) -> None:
     """Continue a prompt with text drawn from the model."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.chacha import check_seed
-    from zrodlo.checkpoint import check_tokenizer_fits, read_model
-    from zrodlo.device import resolve_device
-    from zrodlo.model import GPT
-    from zrodlo.sample import check_sampling, unknown_warning
-    from zrodlo.sample import sample as draw_sample
+    from zrodlo.sample import sample as sample_model
 
-    check_sampling(tokens, temperature, top_k)
-    check_seed(seed)
-    loaded = read_model(model)
-    check_tokenizer_fits(loaded)
-    target = resolve_device(device, ordinal, "f32")
-    warning = unknown_warning(loaded.tokenizer, prompt)
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
-    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
-    text = draw_sample(network, loaded.tokenizer, prompt, tokens, temperature, top_k, seed, target)
+    text = sample_model(model, prompt, tokens, temperature, top_k, seed, device, ordinal)
     typer.echo(prompt + text)

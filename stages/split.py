@@ -10,6 +10,11 @@ from zrodlo.digest import write_json
 from zrodlo.output import new_directory
 from zrodlo.pools import split_documents
 
+EXAMPLE = (
+    "Example: zrodlo documents split --documents data/documents.jsonl --splits data/splits.json"
+    " --output pools"
+)
+
 
 def split(
     documents: Path = typer.Option(..., help="The documents file (JSONL)."),

@@ -11,6 +11,8 @@ from zrodlo.output import new_directory
 from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import CharTokenizer
 
+EXAMPLE = "Example: zrodlo tokenizer fit --documents pools/train.jsonl --output tokenizer"
+
 
 def fit(
     documents: Path = typer.Option(
@@ -22,8 +24,7 @@ def fit(
 ) -> None:
     """Fit a character tokenizer on training documents only.
 
-    Ids: UNK 0, BOS 1, EOS 2, then every character of the documents by code point from 3.
-    """
+    Ids: UNK 0, BOS 1, EOS 2, then every character of the documents by code point from 3."""
     with new_directory(output) as partial:
         texts = [document.text for document in read_documents(documents)]
         if not texts:

@@ -8,6 +8,13 @@ import typer
 
 from stages import options
 
+EXAMPLE = (
+    "Example: zrodlo model train --model model --corpus corpus/train --output run --steps 2000 "
+    "--context 129 --batch-size 32 --learning-rate 0.002 --beta1 0.9 --beta2 0.99 --epsilon "
+    "1e-8 --weight-decay 0.1 --decay-scope matrices --seed 1 --precision f32 --device cpu "
+    "--shuffle"
+)
+
 
 def train_command(
     model: Path = typer.Option(
@@ -37,13 +44,16 @@ def train_command(
     ),
     decay_scope: str = typer.Option(
         ...,
+        metavar="[all|matrices]",
         help="The weights --weight-decay pulls toward zero: all, or matrices only (no biases or norm scales).",
     ),
     seed: int = typer.Option(
         ..., help="Keys the dropout masks and the shuffled window order; a resumed run keeps it."
     ),
     precision: str = typer.Option(
-        ..., help="f32, or bf16 for mixed precision on a GPU; a resumed run keeps it."
+        ...,
+        metavar="[f32|bf16]",
+        help="f32, or bf16 for mixed precision on a GPU; a resumed run keeps it.",
     ),
     micro_batch_size: int | None = typer.Option(
         None,
@@ -60,7 +70,9 @@ def train_command(
         None, help="Updates over which the rate falls in --decay-shape to --min-learning-rate."
     ),
     decay_shape: str | None = typer.Option(
-        None, help="How the rate falls over --decay-steps: cosine or linear; required with it."
+        None,
+        metavar="[cosine|linear]",
+        help="How the rate falls over --decay-steps: cosine or linear; required with it.",
     ),
     min_learning_rate: float | None = typer.Option(
         None, help="The rate the decay ends at and keeps; required with --decay-steps."
@@ -72,6 +84,7 @@ def train_command(
     shuffle: bool = typer.Option(
         False,
         "--shuffle",
+        metavar="",  # a switch: present or not
         help="Read each pass over the corpus in an order drawn from --seed and the pass.",
     ),
     eval_corpus: Path | None = options.EVAL_CORPUS,
@@ -81,6 +94,7 @@ def train_command(
     device: str = options.DEVICE,
     ordinal: int | None = options.ORDINAL,
     processes: int = options.PROCESSES,
+    timing: Path | None = options.TIMING,
     threads: int | None = typer.Option(
         None,
         help="Threads each process computes on; the weights depend on it, and not on --processes. "
@@ -121,6 +135,8 @@ def train_command(
         keep_checkpoints=keep_checkpoints,
     )
     compute = Compute(device, ordinal, processes)
-    written = train(model, corpus, output, plan, compute, threads, eval_corpus, step_display)
+    written = train(
+        model, corpus, output, plan, compute, threads, eval_corpus, step_display, timing
+    )
     if written:
         typer.echo(f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}")

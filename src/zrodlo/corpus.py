@@ -29,6 +29,7 @@ import pyarrow.ipc as ipc
 from zrodlo import jsonfile
 from zrodlo.digest import file_sha256, json_sha256, write_json
 from zrodlo.documents import batched, read_documents
+from zrodlo.output import check_new_directory, new_directory
 from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import UNK, CharTokenizer
 
@@ -97,6 +98,15 @@ def _hash_batch(
 ) -> None:
     content.update(ids, tokens, offsets)
     written.update(end)
+
+
+def prepare(documents: Path, tokenizer: Path, output: Path) -> dict:
+    """Encode a documents file with the tokenizer (or model) directory `tokenizer` into the new
+    corpus directory `output`; return its manifest, as corpus.json records it."""
+    check_new_directory(output)
+    fitted = CharTokenizer.load(tokenizer)
+    with new_directory(output) as partial:
+        return prepare_corpus(documents, fitted, partial)
 
 
 def prepare_corpus(

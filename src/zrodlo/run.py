@@ -31,7 +31,7 @@ from zrodlo.checkpoint import (
 from zrodlo.corpus import Corpus
 from zrodlo.device import describe
 from zrodlo.evaluate import score
-from zrodlo.output import new_directory, remove_directory
+from zrodlo.output import check_parent, new_directory, remove_directory
 from zrodlo.plan import RunPlan
 from zrodlo.refusal import Refusal, WriteFailure
 from zrodlo.rundir import RUN_FORMAT, claim, run_identity
@@ -151,11 +151,13 @@ def run_updates(
     held_out: HeldOut | None = None,
     on_step: Callable[[StepRecord], None] = lambda record: None,
     continues: dict[str, str] | None = None,
+    timing: Path | None = None,
 ) -> list[Path]:
     """Run updates done..plan.steps-1, writing checkpoints into `output`; return those written.
 
     `provenance` (run, seed, corpus and tokenizer digests) goes into run.json and every
-    trainer.json; `continues` holds the file digests of the checkpoint a resume starts from.
+    trainer.json; `continues` holds the file digests of the checkpoint a resume starts from;
+    `timing` is the file the steps' wall-clock times go to, if not the run directory's.
     """
     run = {"format_version": RUN_FORMAT, "generator": GENERATOR, **provenance}
     run["hyperparameters"] = plan.hyperparameters()
@@ -169,13 +171,15 @@ def run_updates(
         # Rank 0 alone claims the directory and writes; the others learn whether it may.
         if ranks.leads:
             try:
+                if timing is not None:
+                    check_timing(timing)
                 writing.enter_context(claim(output, run, plan, done))
             except BaseException:  # a refusal, or anything else: the others must not wait on it
                 ranks.agree(False)
                 raise
         if not ranks.agree(True):
             raise Refusal(f"process 0 refused to write into {output}, and said why")
-        log = RunLog(output, done) if ranks.leads else None
+        log = RunLog(output, done, timing) if ranks.leads else None
         try:
             if log is not None and continues is not None:
                 log.continue_from(done, continues)
@@ -213,6 +217,13 @@ def run_updates(
             if log is not None:
                 log.close()
     return written
+
+
+def check_timing(timing: Path) -> None:
+    """Refuse a timing file that cannot be written: a directory, or one with no parent."""
+    if timing.is_dir():
+        raise Refusal(f"--timing {timing} is a directory; it names the file the step times go to")
+    check_parent(timing)
 
 
 def _stopped(output: Path, step: int) -> str:

@@ -5,7 +5,8 @@
   as exact hex floats; after each checkpoint, the sha256 of its state files;
 - held_out.csv: step, eval_loss on the steps that scored the held-out corpus, a dense series for
   `dvc plots` (steps.csv leaves the column empty between scores);
-- timing.csv: step, seconds, tokens_per_second (the only machine-dependent record).
+- timing.csv: step, seconds, tokens_per_second, the only machine-dependent record; a run may write
+  it to another file instead (`--timing`), so that what a pipeline hashes holds no wall-clock time.
 
 steps.csv, held_out.csv and ledger.jsonl hold only what the run's plan determines, so a resumed run writes the
 same lines as the run that was never interrupted. When a run continues in the directory it was
@@ -105,17 +106,17 @@ def _ledger_step(line: bytes) -> int | None:
 
 
 class RunLog:
-    """Appends a run's records to its directory, continuing after step `done`."""
+    """Appends a run's records to its directory, continuing after step `done`; the timing goes to
+    `timing`, the run directory's timing.csv unless the run names another file."""
 
-    def __init__(self, run: Path, done: int) -> None:
+    def __init__(self, run: Path, done: int, timing: Path | None = None) -> None:
         self._files = {}
-        for name, header, step_of in (
-            (STEPS_FILE, STEPS_HEADER, _csv_step),
-            (LEDGER_FILE, None, _ledger_step),
-            (TIMING_FILE, TIMING_HEADER, _csv_step),
-            (HELD_OUT_FILE, HELD_OUT_HEADER, _csv_step),
+        for name, path, header, step_of in (
+            (STEPS_FILE, run / STEPS_FILE, STEPS_HEADER, _csv_step),
+            (LEDGER_FILE, run / LEDGER_FILE, None, _ledger_step),
+            (TIMING_FILE, timing or run / TIMING_FILE, TIMING_HEADER, _csv_step),
+            (HELD_OUT_FILE, run / HELD_OUT_FILE, HELD_OUT_HEADER, _csv_step),
         ):
-            path = run / name
             try:
                 if path.exists():
                     _truncate_after(path, done, step_of)

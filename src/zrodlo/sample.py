@@ -7,10 +7,15 @@ the softmax of logits / temperature over the top-k tokens; temperature 0 takes t
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
+
 import numpy as np
 import torch
 
-from zrodlo.chacha import Purpose, Stream, uniform
+from zrodlo.chacha import Purpose, Stream, check_seed, uniform
+from zrodlo.checkpoint import check_tokenizer_fits, read_model
+from zrodlo.device import resolve_device
 from zrodlo.model import GPT
 from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import BOS, EOS, UNK, CharTokenizer
@@ -59,7 +64,7 @@ def choose(logits: np.ndarray, temperature: float, top_k: int | None, draw: floa
     )
 
 
-def sample(
+def draw(
     model: GPT,
     tokenizer: CharTokenizer,
     prompt: str,
@@ -86,3 +91,31 @@ def sample(
             sequence.append(token)
             produced.append(token)
     return tokenizer.decode(produced)
+
+
+class UnknownCharactersWarning(UserWarning):
+    """A prompt holds characters the tokenizer does not know: the model reads each as UNK."""
+
+
+def sample(
+    model: Path,
+    prompt: str = "",
+    tokens: int = 200,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    ordinal: int | None = None,
+) -> str:
+    """Up to `tokens` characters drawn from the model directory or checkpoint `model` after BOS
+    and `prompt` (without the prompt); the same seed gives the same text."""
+    check_sampling(tokens, temperature, top_k)
+    check_seed(seed)
+    loaded = read_model(model)
+    check_tokenizer_fits(loaded)
+    target = resolve_device(device, ordinal, "f32")
+    warning = unknown_warning(loaded.tokenizer, prompt)
+    if warning:
+        warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
+    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
+    return draw(network, loaded.tokenizer, prompt, tokens, temperature, top_k, seed, target)

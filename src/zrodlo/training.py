@@ -68,11 +68,13 @@ def train(
     threads: int | None = None,
     eval_corpus: Path | None = None,
     progress: Progress = _quiet,
+    timing: Path | None = None,
 ) -> list[Path] | None:
     """Train every weight of `model` on `corpus` by `plan`, writing checkpoints into `output`.
 
     `threads` is the thread count of each process, which the weights depend on (torch's own
-    default where None). Returns the checkpoints written, or None in a process that does not
+    default where None); `timing` is the file the step times go to, if not the run directory's
+    timing.csv. Returns the checkpoints written, or None in a process that does not
     report: a launcher whose workers have run, or a worker other than process 0.
     """
     plan.validate()
@@ -90,7 +92,9 @@ def train(
     trainer = Trainer.start(plan, start, data.tokens, table, target, ranks)
     provenance = fresh_provenance(start, data.digest, plan)
     with progress(0, plan.steps) if ranks.leads else _quiet(0, plan.steps) as on_step:
-        written = run_updates(trainer, plan, 0, output, start, provenance, held_out, on_step)
+        written = run_updates(
+            trainer, plan, 0, output, start, provenance, held_out, on_step, timing=timing
+        )
     return written if ranks.leads else None
 
 
@@ -105,9 +109,11 @@ def resume(
     checkpoint_every: int | None = None,
     keep_checkpoints: int | None = None,
     progress: Progress = _quiet,
+    timing: Path | None = None,
 ) -> list[Path] | None:
     """Continue `checkpoint` to `steps` with its own plan, optimizer state, data position and
     thread count, writing checkpoints into `output`; the run equals the uninterrupted one.
+    `timing` is as `train`'s.
 
     Returns the checkpoints written, or None in a process that does not report. A resume on
     another torch version warns with an `EnvironmentWarning` and goes on.
@@ -159,6 +165,7 @@ def resume(
             held_out,
             on_step,
             continues=record["files"],
+            timing=timing,
         )
     return written if ranks.leads else None
 

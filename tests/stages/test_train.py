@@ -330,11 +330,14 @@ def test_every_option_of_model_train_has_help(run_zrodlo, tmp_path):
     returncode, stdout, _ = run_zrodlo("model", "train", "--help", cwd=tmp_path)
     assert returncode == 0
     # option_descriptions reads no digits in flag names, and two of these flags have one.
-    options = dict(re.findall(r"^│ [* ]  (--[a-z0-9-]+) +<\w+> +(\S.*?) *│$", stdout, re.M))
+    # The type column: <int> and the like, [a|b] for a fixed set of values, empty for a switch.
+    row = r"^│ [* ]  (--[a-z0-9-]+) +(?:<\w+>|\[[a-z0-9|]+\])? +(\S.*?) *│$"
+    options = dict(re.findall(row, stdout, re.M))
     expected = {f"--{name}" for name in FLAGS} | {"--model", "--corpus", "--output", "--steps"}
     optional = {"micro-batch-size", "warmup-steps", "stable-steps", "decay-steps", "decay-shape"}
     optional |= {"min-learning-rate", "clip-norm", "shuffle", "eval-corpus", "eval-every"}
     optional |= {"checkpoint-every", "keep-checkpoints", "ordinal", "processes", "threads"}
+    optional |= {"timing"}
     optional |= {"help"}
     assert set(options) == expected | {f"--{name}" for name in optional}
     assert all(options.values()), options

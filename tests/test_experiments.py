@@ -1,0 +1,158 @@
+"""DVC experiments on the whole pipeline: real `dvc repro` and `dvc exp run` in a temporary git
+repository holding this project's files, with tiny params so that every stage runs in seconds.
+
+What a DVC user does first: run experiments with more and with fewer steps (the resume stage must
+find its checkpoint whatever the steps), look at them with `dvc exp show`, compare params, metrics
+and plots with HEAD, edit a param and see only the stages that read it rerun. And a forced rerun of
+every stage must leave dvc.lock as it was: nothing DVC hashes holds wall-clock time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+ENV = {
+    **os.environ,
+    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    "DVC_NO_ANALYTICS": "1",
+    "OMP_NUM_THREADS": "1",
+}
+TINY = {
+    "init": {"layers": 1, "heads": 2, "d_model": 32, "d_ff": 64, "positions": 32},
+    "train": {
+        "steps": 8, "context": 33, "batch_size": 4, "micro_batch_size": 2, "warmup_steps": 2,
+        "stable_steps": 2, "decay_steps": 4, "eval_every": 4, "checkpoint_every": 2,
+        "threads": 1,
+    },
+    "resume": {"before_end": 2},  # with checkpoints every 2 steps, the older of the two kept
+    "report": {"sample_tokens": 20},
+}  # fmt: skip
+
+
+def run(*args: object, cwd: Path) -> str:
+    done = subprocess.run(
+        [str(arg) for arg in args], cwd=cwd, env=ENV, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def dvc(*args: object, cwd: Path) -> str:
+    return run(BIN / "dvc", *args, cwd=cwd)
+
+
+def stages_run(output: str) -> list[str]:
+    return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")]
+
+
+def project_files() -> list[str]:
+    """The project's files as a fresh clone holds them (and those not yet committed)."""
+    listed = run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> Path:
+    """The project at TINY params, reproduced and committed: the HEAD experiments start from."""
+    repo = tmp_path_factory.mktemp("experiments") / "repo"
+    for name in project_files():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, repo / name)
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    for section, values in TINY.items():
+        params[section].update(values)
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run("git", "init", "-q", cwd=repo)
+    dvc("repro", cwd=repo)
+    run("git", "add", "-A", cwd=repo)
+    run(
+        "git",
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@localhost",
+        "commit",
+        "-qm",
+        "tiny",
+        cwd=repo,
+    )
+    return repo
+
+
+@pytest.fixture(scope="module")
+def experiments(baseline) -> dict[str, str]:
+    """What `dvc exp run` printed for an experiment with more steps and one with fewer; the
+    workspace is left with the second."""
+    more = dvc("exp", "run", "-n", "more", "-S", "train.steps=12", cwd=baseline)
+    fewer = dvc("exp", "run", "-n", "fewer", "-S", "train.steps=6", cwd=baseline)
+    return {"more": more, "fewer": fewer}
+
+
+def test_a_forced_rerun_of_every_stage_leaves_dvc_lock_as_it_was(baseline, tmp_path):
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    dvc("repro", "--force", cwd=copy)
+    assert (copy / "dvc.lock").read_bytes() == (baseline / "dvc.lock").read_bytes()
+    assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+    assert (copy / "logs" / "train-timing.csv").read_text().startswith("step,seconds,")
+
+
+@pytest.mark.parametrize("name", ["more", "fewer"])
+def test_an_experiment_with_more_or_fewer_steps_reruns_and_resumes_exactly(experiments, name):
+    ran = stages_run(experiments[name])
+    assert ran == ["train", "resume", "evaluate", "report"], experiments[name]
+
+
+def test_exp_show_lists_both_experiments_with_their_params_and_metrics(experiments, baseline):
+    shown = json.loads(dvc("exp", "show", "--json", cwd=baseline))
+    found = {}
+    for commit in shown:
+        for experiment in commit.get("experiments") or []:
+            for revision in experiment.get("revs", []):
+                data = revision["data"]
+                params = data["params"]["params.yaml"]["data"]
+                resume = data["metrics"]["reports/resume.json"]["data"]
+                found[experiment["name"]] = (params["train"]["steps"], resume["equal"])
+    assert found == {"more": (12, True), "fewer": (6, True)}
+
+
+def test_params_metrics_and_plots_diff_against_head(experiments, baseline, tmp_path):
+    params = json.loads(dvc("params", "diff", "HEAD", "--json", cwd=baseline))
+    steps = params["params.yaml"]["train.steps"]
+    assert (steps["old"], steps["new"]) == (8, 6)
+    metrics = json.loads(dvc("metrics", "diff", "HEAD", "--json", cwd=baseline))
+    assert "corpora.validation.loss" in metrics["reports/metrics.json"]
+    dvc("plots", "diff", "HEAD", "-o", tmp_path / "plots", cwd=baseline)
+    page = (tmp_path / "plots" / "index.html").read_text()
+    assert "Training and held-out loss" in page
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "stages"),
+    [
+        ("report", "sample_tokens", 30, {"report"}),
+        ("resume", "before_end", 4, {"resume"}),
+        ("init", "seed", 2, {"init"}),
+        ("splits", "test", 0.2, {"splits"}),
+    ],
+)
+def test_a_param_edit_marks_only_the_stages_that_read_it(
+    baseline, tmp_path, section, key, value, stages
+):
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    run("git", "checkout", "-q", "--", ".", cwd=copy)
+    dvc("checkout", "-q", cwd=copy)
+    params = yaml.safe_load((copy / "params.yaml").read_text())
+    params[section][key] = value
+    (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    assert set(json.loads(dvc("status", "--json", cwd=copy))) == stages
