@@ -1,5 +1,6 @@
 """The report of a run: its records read back (corpus manifests, steps.csv, the evaluation scores)
-and written as one markdown page with charts of the loss and the learning rate.
+and written as one markdown page with charts of the loss, the learning rate, the gradient norm and,
+where the step times are at hand, the tokens per second.
 
 Every number on the page is copied from a file the earlier stages wrote; nothing is recomputed, so
 the report says what the run recorded. Bad or missing records are refused with a sentence naming the
@@ -12,26 +13,38 @@ import csv
 import json
 import math
 import shlex
+import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from zrodlo import jsonfile
 from zrodlo.corpus import MANIFEST_FILE
-from zrodlo.output import replace_file
+from zrodlo.output import check_parent, directory_of_files, replace_file
 from zrodlo.plot import Series, line_chart
 from zrodlo.refusal import Refusal
-from zrodlo.runlog import STEPS_FILE, STEPS_HEADER
+from zrodlo.runlog import STEPS_FILE, STEPS_HEADER, TIMING_FILE, TIMING_HEADER
 
 REPORT_FILE = "report.md"
 LOSS_CHART = "loss.png"
 LEARNING_RATE_CHART = "learning_rate.png"
+GRAD_NORM_CHART = "grad_norm.png"
+SPEED_CHART = "tokens_per_second.png"
+CHARTS = (LOSS_CHART, LEARNING_RATE_CHART, GRAD_NORM_CHART)  # and SPEED_CHART, given the times
+CHART_TITLES = {
+    LOSS_CHART: "Training and held-out loss",
+    LEARNING_RATE_CHART: "Learning rate",
+    GRAD_NORM_CHART: "Gradient norm",
+    SPEED_CHART: "Training speed",
+}
 # The pools of the pipeline, in the order people read them; other corpora follow by name.
 POOL_ORDER = ("train", "validation", "test")
 
 TRAINING_COLOR = (31, 119, 180)
 HELD_OUT_COLOR = (255, 127, 14)
 LEARNING_RATE_COLOR = (44, 160, 44)
+GRAD_NORM_COLOR = (148, 103, 189)
+SPEED_COLOR = (140, 86, 75)
 
 
 @dataclass(frozen=True)
@@ -199,28 +212,77 @@ def read_metrics(path: Path) -> dict:
     return metrics
 
 
-def write_charts(steps: Steps, directory: Path) -> tuple[Path, Path]:
-    """The loss chart (training and held-out loss) and the learning-rate chart, against step."""
-    loss = directory / LOSS_CHART
-    line_chart(
-        loss,
+def chart_files(with_speed: bool) -> list[str]:
+    """The charts of a report, in the order the page shows them."""
+    return [*CHARTS, SPEED_CHART] if with_speed else list(CHARTS)
+
+
+def write_charts(steps: Steps, directory: Path, speed: Timing | None = None) -> list[Path]:
+    """The charts of a run against step: training and held-out loss, learning rate, gradient
+    norm, and, given the step times, tokens per second; return the files written."""
+    written = []
+
+    def chart(name: str, series: list[Series], y_label: str, log_y: bool = False) -> None:
+        line_chart(directory / name, series, CHART_TITLES[name], "step", y_label, log_y=log_y)
+        written.append(directory / name)
+
+    chart(
+        LOSS_CHART,
         [
             Series("training loss", steps.step, steps.loss, TRAINING_COLOR),
             Series("held-out loss", steps.step, steps.eval_loss, HELD_OUT_COLOR),
         ],
-        "Training and held-out loss",
-        "step",
         "loss (nats per character)",
     )
-    rate = directory / LEARNING_RATE_CHART
-    line_chart(
-        rate,
+    chart(
+        LEARNING_RATE_CHART,
         [Series("learning rate", steps.step, steps.learning_rate, LEARNING_RATE_COLOR)],
-        "Learning rate",
-        "step",
-        "learning rate",
+        "learning rate (per update)",
     )
-    return loss, rate
+    chart(
+        GRAD_NORM_CHART,
+        [Series("gradient norm", steps.step, steps.grad_norm, GRAD_NORM_COLOR)],
+        "global L2 norm before clipping",
+        log_y=True,
+    )
+    if speed is not None:
+        chart(
+            SPEED_CHART,
+            [Series("tokens per second", speed.step, speed.tokens_per_second, SPEED_COLOR)],
+            "tokens per second (targets)",
+        )
+    return written
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A run's step times by column: step, seconds and tokens (targets) per second."""
+
+    step: list[int]
+    seconds: list[float]
+    tokens_per_second: list[float]
+
+
+def read_timing(path: Path) -> Timing:
+    """A run's timing file, as zrodlo model train writes it (timing.csv or its --timing file)."""
+    if not path.is_file():
+        raise Refusal(f"{path} is not a file; --timing names a run's step times")
+    with open(path, encoding="utf-8", newline="") as handle:
+        lines = list(csv.reader(handle))
+    if not lines or ",".join(lines[0]) != TIMING_HEADER:
+        header = ",".join(lines[0]) if lines else "nothing"
+        raise Refusal(f"{path} starts with {header!r}; step times start with {TIMING_HEADER!r}")
+    timing = Timing([], [], [])
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            step, seconds, rate = line
+            values = (int(step), float(seconds), float(rate))
+        except ValueError as error:
+            raise Refusal(f"{path} line {number} does not read as a step time: {error}") from None
+        columns = (timing.step, timing.seconds, timing.tokens_per_second)
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    return timing
 
 
 def evaluate_command(metrics: dict, metrics_path: Path, pools: list[Pool]) -> list[str]:
@@ -307,7 +369,7 @@ def model_section(config: dict, parameters: int) -> list[str]:
     ]
 
 
-def training_section(steps: Steps, trainer: dict | None, charts: tuple[str, str]) -> list[str]:
+def training_section(steps: Steps, trainer: dict | None, charts: list[str]) -> list[str]:
     held_out = steps.last_held_out()
     rows = [
         ["steps", f"{steps.step[-1]:,}"],
@@ -331,10 +393,7 @@ def training_section(steps: Steps, trainer: dict | None, charts: tuple[str, str]
         "",
         *_table(["record", "value"], rows),
         "",
-        f"![Training and held-out loss]({charts[0]})",
-        "",
-        f"![Learning rate]({charts[1]})",
-        "",
+        *(line for name in charts for line in (f"![{CHART_TITLES[name]}]({name})", "")),
     ]
 
 
@@ -398,7 +457,7 @@ def render(
     trainer: dict | None,
     sample: str,
     sample_note: str,
-    charts: tuple[str, str],
+    charts: list[str],
     commands: list[list[str]],
 ) -> str:
     """The report as markdown. `steps` are the records through the model's step; `trainer` is the
@@ -420,3 +479,117 @@ def render(
 def write_report(path: Path, markdown: str) -> None:
     """Write the report, replacing any earlier one whole."""
     replace_file(path, markdown.encode("utf-8"))
+
+
+def write_run_report(
+    run: Path,
+    metrics: Path,
+    corpora: Path,
+    model: Path,
+    output: Path,
+    sample_seed: int = 1,
+    sample_prompt: str = "",
+    sample_tokens: int = 300,
+    sample_temperature: float = 0.8,
+    timing: Path | None = None,
+) -> list[Path]:
+    """Write report.md and the charts of `run` into `output`, about the checkpoint `model`, with
+    the scores `metrics` and the pools under `corpora`; return the files written, report first.
+
+    The speed chart is drawn from `timing` (a run's --timing file), or from the run directory's
+    timing.csv when it has one; without either there is none.
+    """
+    # The model and the sampler need torch: imported here, so reading records does not.
+    from zrodlo.chacha import check_seed
+    from zrodlo.checkpoint import TRAINER_FILE, check_tokenizer_fits, read_model, read_record
+    from zrodlo.device import resolve_device
+    from zrodlo.model import GPT, parameter_count
+    from zrodlo.sample import UnknownCharactersWarning, check_sampling, draw, unknown_warning
+
+    # Everything is read and checked before the first file is written.
+    check_sampling(sample_tokens, sample_temperature, None)
+    check_seed(sample_seed)
+    loaded = read_model(model)
+    check_tokenizer_fits(loaded)
+    trainer = read_record(model) if (model / TRAINER_FILE).exists() else None
+    steps = read_steps(run)
+    if trainer is not None:
+        step = int(trainer["step"])
+        if step not in steps.step:
+            raise Refusal(
+                f"{run / STEPS_FILE} records steps {steps.step[0]} to {steps.step[-1]}, and "
+                f"{model} is at step {step}; --run must be the run the model was trained in"
+            )
+        steps = steps.through(step)
+    pools = read_pools(corpora)
+    scores = read_metrics(metrics)
+    parameters = parameter_count(loaded.config)
+    scored = scores["model"].get("parameters")
+    if scored is not None and scored != parameters:
+        raise Refusal(
+            f"{metrics} scores a model of {scored} parameters, and {model} has {parameters}; "
+            f"score {model} with zrodlo model evaluate --output {metrics}"
+        )
+    if output.exists() and not output.is_dir():
+        raise Refusal(f"{output} exists and is not a directory; --output names a directory")
+    if not output.exists():
+        check_parent(output)
+
+    named_timing = timing
+    if timing is None and (run / TIMING_FILE).exists():
+        timing = run / TIMING_FILE
+    speed = None if timing is None else read_timing(timing)
+
+    warning = unknown_warning(loaded.tokenizer, sample_prompt)
+    if warning:
+        warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
+    # On the CPU, so that the sample in the report is the same text on every machine.
+    cpu = resolve_device("cpu", None, "f32")
+    network = GPT.from_weights(loaded.config, loaded.weights, cpu, str(model))
+    text = draw(
+        network,
+        loaded.tokenizer,
+        sample_prompt,
+        sample_tokens,
+        sample_temperature,
+        None,
+        sample_seed,
+        cpu,
+    )
+
+    sample_command = [
+        "zrodlo", "model", "sample", "--model", str(model), "--prompt", sample_prompt,
+        "--tokens", str(sample_tokens), "--temperature", str(sample_temperature),
+        "--seed", str(sample_seed),
+    ]  # fmt: skip
+    report_command = [
+        "zrodlo", "report", "--run", str(run), "--metrics", str(metrics),
+        "--corpora", str(corpora), "--model", str(model), "--output", str(output),
+        "--sample-seed", str(sample_seed), "--sample-prompt", sample_prompt,
+        "--sample-tokens", str(sample_tokens), "--sample-temperature", str(sample_temperature),
+        *([] if named_timing is None else ["--timing", str(named_timing)]),
+    ]  # fmt: skip
+    prompt_note = f"the prompt {sample_prompt!r} and then" if sample_prompt else "no prompt, so"
+    markdown = render(
+        pools=pools,
+        steps=steps,
+        metrics=scores,
+        metrics_path=metrics,
+        model_path=model,
+        config=loaded.config.to_json(),
+        parameters=parameters,
+        trainer=trainer,
+        sample=sample_prompt + text,
+        sample_note=(
+            f"Drawn on the CPU with seed {sample_seed}, temperature {sample_temperature} and up "
+            f"to {sample_tokens} tokens: {prompt_note} the model's text."
+        ),
+        charts=chart_files(speed is not None),
+        commands=[evaluate_command(scores, metrics, pools), sample_command, report_command],
+    )
+
+    with directory_of_files(output):
+        charts = write_charts(steps, output, speed)
+        report_file = output / REPORT_FILE
+        write_report(report_file, markdown)
+    return [report_file, *charts]

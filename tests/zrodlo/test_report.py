@@ -81,7 +81,7 @@ def markdown(root: Path, sample: str = "the cat sat") -> str:
         trainer=TRAINER,
         sample=sample,
         sample_note="Drawn with seed 5.",
-        charts=("loss.png", "learning_rate.png"),
+        charts=["loss.png", "learning_rate.png", "grad_norm.png"],
         commands=[
             evaluate_command(metrics, Path("reports/metrics.json"), pools),
             ["zrodlo", "model", "sample", "--prompt", "the cat"],
@@ -136,6 +136,8 @@ def test_charts_sample_and_commands_are_on_the_page(records):
     page = markdown(records)
     assert "![Training and held-out loss](loss.png)" in page
     assert "![Learning rate](learning_rate.png)" in page
+    assert "![Gradient norm](grad_norm.png)" in page
+    assert "Training speed" not in page
     assert "Drawn with seed 5.\n\n```text\nthe cat sat\n```\n" in page
     assert (
         "zrodlo model evaluate --model run/step-4 --corpus corpus/validation --corpus corpus/train "
@@ -160,12 +162,13 @@ def test_charts_and_report_are_written_whole(records):
     output = records / "reports"
     output.mkdir()
     (output / "report.md").write_text("old")
-    loss, rate = write_charts(read_steps(records / "run"), output)
+    charts = write_charts(read_steps(records / "run"), output)
     write_report(output / "report.md", "# new\n")
-    assert loss.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert rate.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert [chart.name for chart in charts] == ["loss.png", "learning_rate.png", "grad_norm.png"]
+    assert all(chart.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") for chart in charts)
     assert (output / "report.md").read_text() == "# new\n"
     assert sorted(p.name for p in output.iterdir()) == [
+        "grad_norm.png",
         "learning_rate.png",
         "loss.png",
         "report.md",
