@@ -237,12 +237,20 @@ def test_a_killed_process_ends_the_run_and_its_checkpoints_resume_exactly(
         "Error: process 1 of 2 was killed by SIGKILL; every process of the run has stopped, "
         "and the checkpoints already written are whole\n"
     )
+    assert_newest_resumes_to(killed, straight, steps, resume_args, training_data.corpus, tmp_path)
+
+
+def assert_newest_resumes_to(
+    run_directory: Path, straight: Path, steps: int, resume_args, corpus: Path, cwd: Path
+) -> None:
+    """Resume the newest checkpoint of `run_directory` to `steps`, by one process: its weights
+    and AdamW state then equal those of the run `straight`, never interrupted."""
     newest = max(
-        (p for p in killed.iterdir() if p.name.startswith("step-")),
+        (p for p in run_directory.iterdir() if p.name.startswith("step-")),
         key=lambda p: int(p.name.removeprefix("step-")),
     )
-    resumed = tmp_path / "resumed"
-    done = run(ZRODLO, *resume_args(newest, training_data.corpus, resumed, steps), cwd=tmp_path)
+    resumed = cwd / "resumed"
+    done = run(ZRODLO, *resume_args(newest, corpus, resumed, steps), cwd=cwd)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     for name in ("model.safetensors", "optimizer.safetensors"):
         last = f"step-{steps}/{name}"
@@ -307,16 +315,7 @@ def test_a_process_killed_during_a_checkpoint_write_ends_the_run_and_it_resumes_
         f"Error: process {killed} of 2 was killed by SIGKILL; every process of the run has "
         "stopped, and the checkpoints already written are whole\n"
     )
-    newest = max(
-        (p for p in output.iterdir() if p.name.startswith("step-")),
-        key=lambda p: int(p.name.removeprefix("step-")),
-    )
-    resumed = tmp_path / "resumed"
-    done = run(ZRODLO, *resume_args(newest, training_data.corpus, resumed, steps), cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    for name in ("model.safetensors", "optimizer.safetensors"):
-        last = f"step-{steps}/{name}"
-        assert (resumed / last).read_bytes() == (straight / last).read_bytes(), name
+    assert_newest_resumes_to(output, straight, steps, resume_args, training_data.corpus, tmp_path)
 
 
 def inside_a_checkpoint_write(output: Path, launcher: subprocess.Popen) -> Path | None:
