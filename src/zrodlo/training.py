@@ -116,7 +116,7 @@ def resume(
     `timing` is as `train`'s.
 
     Returns the checkpoints written, or None in a process that does not report. A resume on
-    another torch version warns with an `EnvironmentWarning` and goes on.
+    another torch version, processor or GPU warns with an `EnvironmentWarning` and goes on.
     """
     state = read_checkpoint(checkpoint)
     record = state.record
@@ -149,7 +149,7 @@ def resume(
     check_held_out(eval_corpus, eval_every)
     held_out = open_held_out(eval_corpus, state.model, plan.context)
     target = resolve_device(compute.device, compute.ordinal, plan.precision, local_rank())
-    reasons = match_environment(checkpoint, record.get("environment", {}))
+    reasons = match_environment(checkpoint, record.get("environment", {}), target)
     ranks = join(target)
     for reason in reasons if ranks.leads else []:
         warnings.warn(reason, EnvironmentWarning, stacklevel=2)

@@ -522,6 +522,30 @@ def test_resume_refuses_a_recorded_environment_no_run_had(run, refused, environm
     refused(checkpoint, f"{checkpoint / 'trainer.json'} {sentence}")
 
 
+def test_a_resume_on_other_software_or_another_processor_warns_once_and_goes_on(
+    tmp_path, run, trained_run, training_data, resume_args, run_zrodlo
+):
+    checkpoint = run / "step-4"
+    here = json.loads((checkpoint / "trainer.json").read_text())["environment"]
+    elsewhere = {"torch": "2.12.0", "processor": "Another (family 1, model 2)"}
+    elsewhere["cpu_capability"] = "AVX512"
+    rewrite_record(checkpoint, lambda record: record["environment"].update(elsewhere))
+    output = tmp_path / "resumed"
+    returncode, _, stderr = run_zrodlo(
+        *resume_args(checkpoint, training_data.corpus, output, 6), cwd=tmp_path
+    )
+    assert returncode == 0
+    assert stderr == (
+        f"warning: {checkpoint} was written with torch 2.12.0 and this is torch "
+        f"{torch.__version__}; with processor Another (family 1, model 2) and this is "
+        f"{here['processor']}; with CPU kernels AVX512 and this is {here['cpu_capability']}; the "
+        "run continues, but equality with the uninterrupted run is promised only with the same "
+        "torch version, processor, thread count and device\n"
+    )
+    # On this machine nothing that rounds has changed, so the continuation is still exact.
+    assert all(same_files(output / "step-6", trained_run / "step-6", STATE_FILES).values())
+
+
 def test_resume_refuses_a_shuffle_that_is_no_switch(run, refused):
     checkpoint = run / "step-4"
     rewrite_record(checkpoint, lambda record: record["hyperparameters"].__setitem__("shuffle", 0))
