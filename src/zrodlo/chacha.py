@@ -26,7 +26,7 @@ from zrodlo.refusal import Refusal
 
 # The generator and the layout of every draw below. Checkpoints record it; a build whose draws
 # differ in any bit must change the version so that it refuses to resume a run it cannot continue.
-GENERATOR: str = "chacha20-rfc8439/zrodlo-draws-v1"
+GENERATOR: str = "chacha20-rfc8439/zrodlo-draws-v2"
 
 SEED_MAX = 2**64 - 1
 
@@ -362,14 +362,67 @@ def _u64(w: np.ndarray) -> np.ndarray:
     return w[..., 0].astype(np.uint64) | (w[..., 1].astype(np.uint64) << np.uint64(32))
 
 
-def permutation(stream: Stream, n: int) -> np.ndarray:
-    """int64 permutation of range(n), shape (n,): the stable argsort of 64-bit keys.
+# The keyed bijection. A balanced Feistel network on 2h bits, its domain 2**(2h) at least twice n
+# (a Feistel network reaches only even permutations of its own domain; walking a larger domain onto
+# n reaches all of n's) and h at least 3: with 2-bit halves even truly random round functions leave
+# the orders of 5 windows measurably uneven (chi-square 246 on 119 degrees of freedom in 12,000
+# draws), with 3-bit halves they are not (130). Each round mixes the right half with a 64-bit
+# round key drawn from the stream, by the multiply-xorshift finalizer of SplitMix64.
+# Cycle-walking maps a value that lands outside range(n) again until it lands inside, which makes
+# a bijection of range(n) of a bijection of the whole domain.
+FEISTEL_ROUNDS = 8
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
 
-    Key i is words 2i, 2i+1 (low first). Ties, of probability below n**2 / 2**65, keep index order,
-    so the result is deterministic.
+
+def _half_bits(n: int) -> int:
+    return max(3, -(-(max(n - 1, 0).bit_length() + 1) // 2))
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer on uint64: every input bit reaches every output bit."""
+    x = (x ^ (x >> np.uint64(30))) * _MIX_1
+    x = (x ^ (x >> np.uint64(27))) * _MIX_2
+    return x ^ (x >> np.uint64(31))
+
+
+def _feistel(round_keys: np.ndarray, half: int, x: np.ndarray) -> np.ndarray:
+    """One pass of the network over the domain 2**(2*half): a bijection of uint64 values."""
+    shift, mask = np.uint64(half), np.uint64((1 << half) - 1)
+    left, right = x >> shift, x & mask
+    for key in round_keys:
+        left, right = right, left ^ (_mix(right ^ key) & mask)
+    return (left << shift) | right
+
+
+def bijection(stream: Stream, n: int, positions: np.ndarray) -> np.ndarray:
+    """Where each of `positions` (int64, each in range(n)) goes under the stream's keyed
+    bijection of range(n), shape as `positions`, int64.
+
+    A pure function of (stream, n) and each position alone: no array of n values, no sort, so
+    evaluating the B positions a step reads costs the same whatever n is. The round keys are
+    words 0 .. 2*FEISTEL_ROUNDS-1 of the stream (low word first).
     """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 2**62:
+        raise ValueError(f"n is {n!r}; it must be a whole number from 1 to 2**62")
+    positions = np.asarray(positions, dtype=np.int64)
+    if positions.size and (positions.min() < 0 or positions.max() >= n):
+        raise ValueError(f"positions lie outside range({n})")
+    round_keys = _u64(words(stream, 0, 2 * FEISTEL_ROUNDS).reshape(FEISTEL_ROUNDS, 2))
+    half = _half_bits(int(n))
+    with np.errstate(over="ignore"):  # the mixing multiplies wrap modulo 2**64 by design
+        values = _feistel(round_keys, half, positions.astype(np.uint64))
+        outside = values >= np.uint64(n)
+        while outside.any():
+            values[outside] = _feistel(round_keys, half, values[outside])
+            outside = values >= np.uint64(n)
+    return values.astype(np.int64)
+
+
+def permutation(stream: Stream, n: int) -> np.ndarray:
+    """int64 permutation of range(n), shape (n,): element i is where the keyed bijection takes i."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n is {n!r}; it must be a whole number, not negative")
-    first, end = _check_range(0, int(n), 2)
-    keys = _u64(_words(stream, first, end).reshape(int(n), 2))  # (n,)
-    return np.argsort(keys, kind="stable").astype(np.int64)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    return bijection(stream, int(n), np.arange(int(n), dtype=np.int64))

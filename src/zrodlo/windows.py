@@ -8,9 +8,11 @@ window of a document may hold fewer targets; a batch pads it on the right with E
 IGNORED as target, which causal attention cannot see from the real positions before it.
 
 Step n reads positions n*B .. n*B+B-1 of an endless stream of passes over the W windows; position
-q is window order_p[q mod W] of pass p = q div W, where order_p is the identity, or with shuffling a
-permutation drawn from (seed, p) alone. So every step has exactly B windows, and any step can be
-computed without the ones before it: a resumed run needs only its step count.
+q is window order_p(q mod W) of pass p = q div W, where order_p is the identity, or with shuffling a
+keyed bijection of range(W) drawn from (seed, p) alone (`chacha.bijection`), evaluated at just the
+positions a step reads. So every step has exactly B windows, any step can be computed without the
+ones before it (a resumed run needs only its step count), and neither costs memory or time that
+grows with W.
 """
 
 from dataclasses import dataclass
@@ -83,15 +85,16 @@ def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
 
 
 def window_order(count: int, pass_index: int, seed: int, shuffle: bool) -> np.ndarray:
-    """The order (count,) int64 in which pass `pass_index` reads the windows.
-
-    Corpus order without shuffling; otherwise a permutation drawn from (seed, pass) alone, so
-    the same seed gives the same order on every machine and a pass needs no earlier pass.
-    """
+    """The whole order (count,) int64 in which pass `pass_index` reads the windows: corpus order
+    without shuffling, otherwise the keyed bijection of (seed, pass) at every position. A run
+    never needs it whole; `WindowStream` evaluates the positions of one step."""
     if not shuffle:
         return np.arange(count, dtype=np.int64)
-    stream = chacha.Stream(seed, chacha.Purpose.WINDOW_ORDER, a=pass_index)
-    return np.asarray(chacha.permutation(stream, count), dtype=np.int64)
+    return chacha.permutation(_pass_stream(seed, pass_index), count)
+
+
+def _pass_stream(seed: int, pass_index: int) -> chacha.Stream:
+    return chacha.Stream(seed, chacha.Purpose.WINDOW_ORDER, a=pass_index)
 
 
 class WindowStream:
@@ -104,10 +107,6 @@ class WindowStream:
         self.batch_size = batch_size
         self.seed = seed
         self.shuffle = shuffle
-        # The orders of the passes the latest step read: a step reads one pass, two at a pass's
-        # end (more only when a batch holds more windows than the corpus). A permutation is a
-        # pure function of (seed, pass), so keeping it changes nothing but the time taken.
-        self._orders: dict[int, np.ndarray] = {}
 
     def indices(self, step: int) -> np.ndarray:
         """The (B,) int64 window indices of 0-based step `step`, in the order they are batched."""
@@ -118,17 +117,10 @@ class WindowStream:
         within = position % self.count  # (B,)
         if not self.shuffle:
             return within
-        needed = range(int(passes[0]), int(passes[-1]) + 1)
-        self._orders = {
-            p: self._orders[p]
-            if p in self._orders
-            else window_order(self.count, p, self.seed, True)
-            for p in needed
-        }
         out = np.empty(self.batch_size, dtype=np.int64)  # (B,)
-        for p in needed:  # one or two passes, not one iteration per window
-            mask = passes == p
-            out[mask] = self._orders[p][within[mask]]
+        for p in np.unique(passes).tolist():  # one or two passes, not one iteration per window
+            here = passes == p
+            out[here] = chacha.bijection(_pass_stream(self.seed, p), self.count, within[here])
         return out
 
 

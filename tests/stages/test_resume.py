@@ -127,10 +127,14 @@ def test_resume_refuses_steps_not_past_the_checkpoint(run, refused, steps):
     ("change", "named"),
     [
         (lambda record: record.__setitem__("generator", "mt19937/numpy-1"), "mt19937/numpy-1"),
+        (
+            lambda record: record.__setitem__("generator", "chacha20-rfc8439/zrodlo-draws-v1"),
+            "chacha20-rfc8439/zrodlo-draws-v1",
+        ),
         (lambda record: record.pop("generator"), "no named generator"),
         (lambda record: record.__setitem__("generator", None), "no named generator"),
     ],
-    ids=["another generator", "no generator", "a null generator"],
+    ids=["another generator", "the sorted window order", "no generator", "a null generator"],
 )
 def test_resume_refuses_a_checkpoint_drawn_from_another_generator(run, refused, change, named):
     checkpoint = run / "step-4"
@@ -143,7 +147,7 @@ def test_resume_refuses_a_checkpoint_drawn_from_another_generator(run, refused, 
 
 
 def test_this_build_names_its_generator_chacha20():
-    assert GENERATOR == "chacha20-rfc8439/zrodlo-draws-v1"
+    assert GENERATOR == "chacha20-rfc8439/zrodlo-draws-v2"
 
 
 # Damaged checkpoints: one sentence each, never a traceback.

@@ -18,6 +18,7 @@ from zrodlo.chacha import (
     SEED_MAX,
     Purpose,
     Stream,
+    bijection,
     check_seed,
     keep_mask,
     keep_mask_tensor,
@@ -448,13 +449,8 @@ def test_draws_are_addressable(kind: str, base: int, length: int, data: st.DataO
 def test_permutation_is_a_function_of_stream_and_n() -> None:
     stream = Stream(5, Purpose.WINDOW_ORDER, a=3)
     np.testing.assert_array_equal(permutation(stream, 1000), permutation(stream, 1000))
-    w = words(stream, 0, 2000).astype(np.uint64)
-    keys = w[0::2] | (w[1::2] << np.uint64(32))
-    np.testing.assert_array_equal(permutation(stream, 1000), np.argsort(keys, kind="stable"))
-
-
-# ---------------------------------------------------------------------------------------------
-# Exact definitions of each draw.
+    expected = [reference_bijection(stream, 1000, i) for i in range(1000)]
+    assert permutation(stream, 1000).tolist() == expected
 
 
 def test_uniform_is_top_24_bits() -> None:
@@ -591,6 +587,79 @@ def test_permutation_is_a_permutation() -> None:
         np.testing.assert_array_equal(np.sort(perm), np.arange(n))
 
 
+def test_the_bijection_is_one_onto_every_count_up_to_three_thousand_and_at_large_ones() -> None:
+    stream = Stream(113, Purpose.WINDOW_ORDER, a=5)
+    for n in [*range(1, 3001), 2**16, 2**16 + 1, 1_000_003]:
+        image = bijection(stream, n, np.arange(n, dtype=np.int64))
+        assert np.array_equal(np.sort(image), np.arange(n)), n
+
+
+def reference_bijection(stream: Stream, n: int, position: int) -> int:
+    """The network of chacha.bijection in plain integers, written from its description."""
+    keys = words(stream, 0, 16).tolist()
+    round_keys = [keys[2 * r] | keys[2 * r + 1] << 32 for r in range(8)]
+    half = max(3, -(-((n - 1).bit_length() + 1) // 2))
+    mask, full = (1 << half) - 1, (1 << 64) - 1
+
+    def mix(x: int) -> int:
+        x = ((x ^ x >> 30) * 0xBF58476D1CE4E5B9) & full
+        x = ((x ^ x >> 27) * 0x94D049BB133111EB) & full
+        return x ^ x >> 31
+
+    def network(x: int) -> int:
+        left, right = x >> half, x & mask
+        for key in round_keys:
+            left, right = right, left ^ (mix(right ^ key) & mask)
+        return left << half | right
+
+    value = network(position)
+    while value >= n:
+        value = network(value)
+    return value
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 64, 65, 1000, 2**31 + 11, 10**12 + 39, 2**62])
+def test_the_bijection_is_a_pure_function_of_stream_count_and_position(n: int) -> None:
+    stream = Stream(114, Purpose.WINDOW_ORDER, a=3)
+    positions = np.unique(np.array([0, 1, n // 3, n // 2, n - 2, n - 1]).clip(0, n - 1))
+    together = bijection(stream, n, positions)
+    assert together.dtype == np.int64 and ((together >= 0) & (together < n)).all()
+    for position, image in zip(positions.tolist(), together.tolist(), strict=True):
+        assert bijection(stream, n, np.array([position])).tolist() == [image]
+        assert reference_bijection(stream, n, position) == image
+    assert len(set(together.tolist())) == len(positions)
+
+
+def test_the_bijection_refuses_positions_outside_its_count() -> None:
+    with pytest.raises(ValueError):
+        bijection(Stream(115, Purpose.WINDOW_ORDER), 10, np.array([10]))
+    with pytest.raises(ValueError):
+        bijection(Stream(115, Purpose.WINDOW_ORDER), 0, np.array([], dtype=np.int64))
+
+
+def test_orders_of_five_windows_are_uniform() -> None:
+    # The smallest count whose orders 2-bit Feistel halves left uneven (see chacha.py).
+    passes = 6_000
+    index = {}
+    counts = np.zeros(120)
+    for a in range(passes):
+        perm = tuple(permutation(Stream(116, Purpose.WINDOW_ORDER, a=a), 5).tolist())
+        counts[index.setdefault(perm, len(index))] += 1
+    assert len(index) == 120
+    chi2 = float(((counts - passes / 120) ** 2 / (passes / 120)).sum())
+    assert chi2 < 172.4  # chi-square, 119 degrees of freedom, significance 0.001
+
+
+def test_each_window_goes_to_each_place_equally_often() -> None:
+    n, passes = 37, 3000
+    placed = np.zeros((n, n))
+    for a in range(passes):
+        placed[np.arange(n), permutation(Stream(117, Purpose.WINDOW_ORDER, a=a), n)] += 1
+    expected = passes / n
+    chi2 = float(((placed - expected) ** 2 / expected).sum())
+    assert chi2 < 1459.1  # chi-square, 36**2 = 1296 degrees of freedom, significance 0.001
+
+
 def test_permutations_differ_across_seeds_and_passes() -> None:
     n = 1000
     first = permutation(Stream(108, Purpose.WINDOW_ORDER, a=0), n)
@@ -645,7 +714,7 @@ def test_keep_mask_tensor_on_cuda_matches_numpy() -> None:
 
 
 def test_golden_draws_and_generator_name() -> None:
-    assert GENERATOR == "chacha20-rfc8439/zrodlo-draws-v1"
+    assert GENERATOR == "chacha20-rfc8439/zrodlo-draws-v2"
     stream = Stream(20240611, Purpose.INIT, a=1, b=2)
     assert words(stream, 0, 4).tolist() == [398972821, 2960520998, 197189757, 2149225138]
     assert uniform(stream, 0, 3).tolist() == [
@@ -662,7 +731,7 @@ def test_golden_draws_and_generator_name() -> None:
     assert keep_mask(stream, 0, 16, 0.5).astype(int).tolist() == [
         1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0
     ]  # fmt: skip
-    assert permutation(stream, 10).tolist() == [3, 4, 6, 5, 2, 1, 0, 9, 7, 8]
+    assert permutation(stream, 10).tolist() == [0, 3, 6, 1, 5, 8, 4, 2, 7, 9]
 
 
 # Digests of 100,000 values of each draw pin every bit, and so every rounding of the normal draw's
@@ -672,7 +741,7 @@ GOLDEN_DIGESTS = {
     "uniform": "eb6e889588b6b7e069bfe698569ffc36703a06e0b85587bbcd753adf98270b9e",
     "normal": "70b71e6093c981ff9c91e91bf282efdb583874bc34c57b6eee92600352182b2e",
     "keep_mask": "25ab361b76d85893b09f73b09c999512d23f0104cdcfe99846aac43a5d4a8023",
-    "permutation": "61f7419ec772364493ceec4915a5a34f7b400f5e99f34c56cd4f4cb162e07f51",
+    "permutation": "75b2ca32170ca8127e9112760b68adff0a88662ba9736031b963e38f6c5bb5a0",
 }
 
 

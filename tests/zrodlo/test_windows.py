@@ -6,6 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zrodlo import chacha
 from zrodlo.loss import IGNORED
 from zrodlo.refusal import Refusal
 from zrodlo.windows import (
@@ -200,26 +201,36 @@ def test_a_step_computed_cold_equals_the_step_after_all_before_it(
     assert np.array_equal(cold.indices(step), warm.indices(step))
 
 
-def test_a_cold_step_draws_only_the_passes_it_reads(monkeypatch) -> None:
-    drawn: list[int] = []
-    import zrodlo.windows as windows
+def test_a_step_of_a_trillion_windows_is_computed_from_its_positions_alone() -> None:
+    # An order held as an array would take 8 TB here; the bijection evaluates the 64 positions.
+    count = 10**12 + 39
+    stream = WindowStream(count, batch_size=64, seed=3, shuffle=True)
+    step = count // 64  # its positions straddle the end of pass 0 and the start of pass 1
+    indices = stream.indices(step)
+    assert indices.shape == (64,) and ((indices >= 0) & (indices < count)).all()
+    position = step * 64 + np.arange(64)
+    for p in (0, 1):
+        here = position // count == p
+        expected = chacha.bijection(
+            chacha.Stream(3, chacha.Purpose.WINDOW_ORDER, a=p), count, position[here] % count
+        )
+        assert np.array_equal(indices[here], expected)
 
-    real = windows.window_order
 
-    def spy(count: int, pass_index: int, seed: int, shuffle: bool) -> np.ndarray:
-        drawn.append(pass_index)
-        return real(count, pass_index, seed, shuffle)
-
-    monkeypatch.setattr(windows, "window_order", spy)
-    stream = WindowStream(count=10, batch_size=4, seed=3, shuffle=True)
-    stream.indices(1_000_000 // 4 + 2)  # positions 1_000_008..11: passes 100_000 and 100_001
-    assert drawn == [100_000, 100_001]
-    stream.indices(1_000_000 // 4 + 3)  # positions 1_000_012..15: pass 100_001, kept
-    assert drawn == [100_000, 100_001]
-    # The kept order is pass 100_001's: positions 12..15 of the pass are its elements 2..5.
-    np.testing.assert_array_equal(
-        stream.indices(1_000_000 // 4 + 3), real(10, 100_001, 3, True)[2:6]
-    )
+@settings(max_examples=30, deadline=None)
+@given(
+    count=st.integers(1, 60),
+    batches=st.tuples(st.integers(1, 40), st.integers(1, 40)),
+    seed=st.integers(0, 2**64 - 1),
+)
+def test_the_order_does_not_depend_on_the_batch_size(count, batches, seed) -> None:
+    positions = 3 * count
+    streams = []
+    for batch in batches:
+        stream = WindowStream(count, batch, seed, shuffle=True)
+        steps = -(-positions // batch)
+        streams.append(np.concatenate([stream.indices(n) for n in range(steps)])[:positions])
+    assert np.array_equal(*streams)
 
 
 def test_shuffled_passes_differ_and_seeds_differ() -> None:
