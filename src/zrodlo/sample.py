@@ -101,7 +101,7 @@ def sample(
     model: Path,
     prompt: str = "",
     tokens: int = 200,
-    temperature: float = 1.0,
+    temperature: float = 0.8,  # the command's default: the same call gives the same text
     top_k: int | None = None,
     seed: int = 0,
     device: str = "cpu",
