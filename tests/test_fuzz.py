@@ -295,9 +295,11 @@ def seal(directory: Path, name: str) -> None:
     mutated = directory / name
     sha = _sha256(mutated) if mutated.is_file() else None
     if (directory / "corpus.json").is_file():
-        if name == "tokens.arrow":
+        if name in CORPUS_DIGEST_KEYS:
             _rewrite_json(
-                directory / "corpus.json", _list_key("tokens_sha256", sha), "manifest_sha256"
+                directory / "corpus.json",
+                _list_key(CORPUS_DIGEST_KEYS[name], sha),
+                "manifest_sha256",
             )
         elif name == "corpus.json":
             _rewrite_json(mutated, lambda value: None, "manifest_sha256")
@@ -342,7 +344,8 @@ class Reader:
 
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors", "model.json")
 CHECKPOINT_FILES = (*MODEL_FILES, "optimizer.safetensors", "trainer.json")
-CORPUS_FILES = ("corpus/corpus.json", "corpus/tokens.arrow")
+CORPUS_FILES = ("corpus/corpus.json", "corpus/tokens.bin", "corpus/documents.arrow")
+CORPUS_DIGEST_KEYS = {"tokens.bin": "tokens_sha256", "documents.arrow": "documents_sha256"}
 CHECKPOINT = "run/step-4"
 TINY_TRAIN = [
     "--steps", "2", "--context", "9", "--batch-size", "4", "--learning-rate", "0.01",

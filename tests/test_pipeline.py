@@ -134,7 +134,7 @@ def test_the_pipeline_gives_the_pinned_pools_tokenizer_and_corpora(reproduced):
     tokenizer = json.loads((repo / "tokenizer" / "tokenizer.json").read_text())
     assert tokenizer["digest"] == TOKENIZER_DIGEST
     for pool, digest in CORPUS_DIGESTS.items():
-        assert (repo / "corpus" / pool / "tokens.arrow").is_file()
+        assert (repo / "corpus" / pool / "tokens.bin").is_file()
         corpus = json.loads((repo / "corpus" / pool / "corpus.json").read_text())
         assert corpus["corpus_digest"] == digest
         assert corpus["tokenizer_digest"] == TOKENIZER_DIGEST

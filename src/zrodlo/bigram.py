@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zrodlo.corpus import release_pages
 from zrodlo.evaluate import Score
 from zrodlo.loss import IGNORED
 from zrodlo.windows import WindowTable, collate
@@ -23,26 +24,35 @@ class Bigram:
     log_probabilities: np.ndarray
 
     @classmethod
-    def count(cls, tokens: np.ndarray, offsets: np.ndarray, vocab_size: int) -> Bigram:
-        """Fit on a corpus: tokens (N,) of documents bounded by offsets (D+1,)."""
-        tokens = np.asarray(tokens, dtype=np.int64)
-        follows = np.ones(
-            len(tokens), dtype=bool
-        )  # whether tokens[i] has a next token in its document
-        follows[np.asarray(offsets[1:], dtype=np.int64) - 1] = False
-        previous = tokens[:-1][follows[:-1]]
-        following = tokens[1:][follows[:-1]]
-        counts = np.bincount(previous * vocab_size + following, minlength=vocab_size**2)
-        counts = counts.reshape(vocab_size, vocab_size).astype(np.float64) + 1.0  # add-one
-        return cls(np.log(counts / counts.sum(axis=1, keepdims=True)))
+    def count(
+        cls, tokens: np.ndarray, offsets: np.ndarray, vocab_size: int, chunk: int = 1 << 22
+    ) -> Bigram:
+        """Fit on a corpus: tokens (N,) of documents bounded by offsets (D+1,), `chunk` tokens at
+        a time, so that counting a memory-mapped corpus holds one chunk of it in memory."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        counts = np.zeros(vocab_size * vocab_size, dtype=np.int64)
+        for first in range(0, len(tokens), chunk):
+            end = min(first + chunk + 1, len(tokens))  # one more: the pair across the boundary
+            piece = np.asarray(tokens[first:end], dtype=np.int64)  # (n,)
+            # Pair (piece[i], piece[i+1]) counts unless a document starts at piece[i+1].
+            starts = offsets[(offsets > first) & (offsets < end)] - first  # (s,)
+            follows = np.ones(len(piece) - 1, dtype=bool)  # (n-1,)
+            follows[starts - 1] = False
+            pairs = piece[:-1][follows] * vocab_size + piece[1:][follows]
+            counts += np.bincount(pairs, minlength=vocab_size * vocab_size)
+            release_pages(tokens)
+        table = counts.reshape(vocab_size, vocab_size).astype(np.float64) + 1.0  # add-one
+        return cls(np.log(table / table.sum(axis=1, keepdims=True)))
 
     def score(self, tokens: np.ndarray, table: WindowTable, batch_size: int = 4096) -> Score:
         """Summed NLL over every target of the windows, each predicted from the token before it."""
         summed, targets = 0.0, 0
         for first in range(0, len(table), batch_size):
             indices = np.arange(first, min(first + batch_size, len(table)))
-            inputs, expected = (t.numpy() for t in collate(tokens, table, indices))  # (b, C-1)
+            batch = collate(tokens, table, indices, vocab_size=len(self.log_probabilities))
+            inputs, expected = (t.numpy() for t in batch)  # (b, C-1) each
             valid = expected != IGNORED
             summed -= float(self.log_probabilities[inputs[valid], expected[valid]].sum())
             targets += int(valid.sum())
+            release_pages(tokens)
         return Score(summed, targets, len(table))

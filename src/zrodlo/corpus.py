@@ -1,26 +1,41 @@
-"""A prepared corpus: documents encoded by one tokenizer, in Arrow IPC, with a content digest.
+"""A prepared corpus: documents encoded by one tokenizer, stored to be memory-mapped, with digests.
 
-`tokens.arrow` holds one row per document (id, tokens BOS c1..cn EOS); `corpus.json` records the
-tokenizer digest, the corpus digest, the counts, the digests of the source and of tokens.arrow, and
-the sha256 of its own canonical content (`manifest_sha256`). Preparation streams the documents in
-bounded batches and encodes each batch with array operations. Opening a corpus trusts no recorded
-digest: the manifest is checked against its own digest, tokens.arrow against its sha256, and the
-corpus digest is computed again from the tokens read.
+A corpus directory holds three files:
+- `tokens.bin`: every document's tokens (BOS c1..cn EOS) one after another, little-endian uint16
+  when the vocabulary fits in 16 bits and uint32 otherwise, read straight from a memory map;
+- `documents.arrow`: Arrow IPC, one row per document in the same order: its id and token count;
+- `corpus.json`: the tokenizer digest, the corpus digest, the counts, the token type, the largest
+  token, the sha256 of the source, of tokens.bin and of documents.arrow, and the sha256 of its own
+  canonical content (`manifest_sha256`).
+
+Preparation streams the documents in bounded batches and encodes each batch with array operations;
+the digests run on a second thread. Opening a corpus trusts no recorded digest: corpus.json is
+checked against its own digest and documents.arrow against its sha256; tokens.bin, the corpus
+digest and the largest token are checked by one pass that reads the file, not the map, a buffer
+at a time. A corpus of up to 32 MiB of tokens takes that pass as it opens, so it is refused
+before anything else happens; a larger one takes it on a second thread (`Corpus.verify`), so that
+opening costs what the document list costs whatever the size of the tokens. A run steps while
+that pass goes on, writes no record or checkpoint until it has passed (`zrodlo.run`), and refuses
+a token outside its vocabulary in any batch it reads.
 
 The corpus digest is taken over content only, in this canonical byte form, document after document:
 the id's UTF-8 length (u64 LE), the id's bytes, the token count (u64 LE) and the tokens (u32 LE each),
 after the prefix `zrodlo-corpus-v1`. The same content has the same digest whatever the file's
-chunking, compression or path.
+layout, token width or path: it is the digest corpora of the earlier Arrow layout recorded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import struct
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,12 +49,23 @@ from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import UNK, CharTokenizer
 
 # 2: corpus.json carries manifest_sha256, the digest of its own content.
-FORMAT_VERSION = 2
-TOKENS_FILE = "tokens.arrow"
+# 3: tokens.bin (uint16 or uint32, memory-mapped) and documents.arrow replace tokens.arrow.
+FORMAT_VERSION = 3
+TOKENS_FILE = "tokens.bin"
+DOCUMENTS_FILE = "documents.arrow"
 MANIFEST_FILE = "corpus.json"
-SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.list_(pa.int32()))])
+DOCUMENTS_SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.int64())])
 _DIGEST_PREFIX = b"zrodlo-corpus-v1"
 _BATCH_CHARACTERS = 1 << 22
+_VERIFY_TOKENS = 1 << 22  # tokens a verifying pass reads at a time
+# A corpus up to this size is verified as it is opened (about 0.1 s here); a larger one on a
+# second thread while the run steps (`Corpus.verify`), so that opening costs the same at any size.
+_VERIFY_AT_OPEN_BYTES = 1 << 25
+
+
+def token_type(vocab_size: int) -> str:
+    """The narrowest little-endian unsigned type that holds every token of the vocabulary."""
+    return "uint16" if vocab_size <= 1 << 16 else "uint32"
 
 
 class ContentDigest:
@@ -50,54 +76,28 @@ class ContentDigest:
 
     def update(self, ids: list[str], tokens: np.ndarray, offsets: np.ndarray) -> None:
         """Add documents: ids (k,), their tokens flat (N,), offsets (k+1,) into tokens."""
-        # Token ids are never negative, so their int32 bytes are their u32 bytes: a view, not a
-        # copy (astype copies only on a big-endian machine).
-        data = (
-            np.ascontiguousarray(tokens, dtype=np.int32).view(np.uint32).astype("<u4", copy=False)
-        )
+        data = canonical_tokens(tokens)
         for i, doc_id in enumerate(ids):
-            encoded = doc_id.encode("utf-8")
             start, end = int(offsets[i]), int(offsets[i + 1])
-            self._hash.update(struct.pack("<Q", len(encoded)) + encoded)
-            self._hash.update(struct.pack("<Q", end - start))
-            self._hash.update(data[start:end].data)
+            self.begin(doc_id, end - start)
+            self.add(data[start:end])
+
+    def begin(self, doc_id: str, count: int) -> None:
+        """Start a document of `count` tokens; `add` then gives its tokens, in one piece or more."""
+        encoded = doc_id.encode("utf-8")
+        self._hash.update(struct.pack("<Q", len(encoded)) + encoded + struct.pack("<Q", count))
+
+    def add(self, canonical: np.ndarray) -> None:
+        """Tokens of the current document in canonical form (`canonical_tokens`)."""
+        self._hash.update(canonical.data)
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()
 
 
-class _WrittenDigest:
-    """The sha256 of a file that is still being written, taken over the bytes already on disk."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._hash = hashlib.sha256()
-        self._done = 0
-
-    def update(self, end: int) -> None:
-        """Hash the file's bytes up to `end`, read back from the page cache."""
-        with open(self.path, "rb") as handle:
-            handle.seek(self._done)
-            while self._done < end:
-                chunk = handle.read(min(1 << 22, end - self._done))
-                self._hash.update(chunk)
-                self._done += len(chunk)
-
-    def finish(self) -> str:
-        self.update(self.path.stat().st_size)
-        return self._hash.hexdigest()
-
-
-def _hash_batch(
-    content: ContentDigest,
-    written: _WrittenDigest,
-    ids: list[str],
-    tokens: np.ndarray,
-    offsets: np.ndarray,
-    end: int,
-) -> None:
-    content.update(ids, tokens, offsets)
-    written.update(end)
+def canonical_tokens(tokens: np.ndarray) -> np.ndarray:
+    """Tokens as the corpus digest reads them: u32 little-endian (a view where they already are)."""
+    return np.ascontiguousarray(tokens).astype("<u4", copy=False)
 
 
 def prepare(documents: Path, tokenizer: Path, output: Path) -> dict:
@@ -109,6 +109,18 @@ def prepare(documents: Path, tokenizer: Path, output: Path) -> dict:
         return prepare_corpus(documents, fitted, partial)
 
 
+def _hash_batch(
+    content: ContentDigest,
+    tokens_hash: Any,  # a hashlib sha256
+    ids: list[str],
+    tokens: np.ndarray,
+    offsets: np.ndarray,
+    stored: bytes,
+) -> None:
+    content.update(ids, tokens, offsets)
+    tokens_hash.update(stored)
+
+
 def prepare_corpus(
     documents: Path,
     tokenizer: CharTokenizer,
@@ -118,37 +130,40 @@ def prepare_corpus(
     """Encode a documents file into the directory `output`; return the manifest written there.
 
     Digests run on a second thread (hashlib releases the GIL), overlapping the encoding: the source
-    file, the content of each batch, and tokens.arrow as far as it is written. At most one batch waits
-    to be hashed, so memory stays bounded by two batches whatever the input size.
+    file, and the content and stored bytes of each batch. At most one batch waits to be hashed, so
+    memory stays bounded by two batches whatever the input size.
     """
-    content = ContentDigest()
-    written = _WrittenDigest(output / TOKENS_FILE)
-    count = characters = unknown = 0
+    dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
+    content, tokens_hash = ContentDigest(), hashlib.sha256()
+    count = characters = unknown = largest = 0
     with ThreadPoolExecutor(max_workers=2) as hashing:
         source_digest = hashing.submit(file_sha256, documents)
         pending = None
         with (
-            pa.OSFile(str(written.path), "wb") as sink,
-            ipc.new_file(sink, SCHEMA) as writer,
+            open(output / TOKENS_FILE, "wb") as sink,
+            pa.OSFile(str(output / DOCUMENTS_FILE), "wb") as listing,
+            ipc.new_file(listing, DOCUMENTS_SCHEMA) as writer,
         ):
             for batch in batched(read_documents(documents), batch_characters):
                 ids = [document.id for document in batch]
                 tokens, sizes = tokenizer.encode_documents([document.text for document in batch])
-                offsets = np.zeros(len(sizes) + 1, dtype=np.int32)
+                offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
                 np.cumsum(sizes, out=offsets[1:])
-                lists = pa.ListArray.from_arrays(pa.array(offsets), pa.array(tokens, pa.int32()))
-                writer.write_batch(pa.record_batch([pa.array(ids, pa.string()), lists], SCHEMA))
+                stored = tokens.astype(dtype).tobytes()
+                sink.write(stored)
+                columns = [pa.array(ids, pa.string()), pa.array(sizes, pa.int64())]
+                writer.write_batch(pa.record_batch(columns, DOCUMENTS_SCHEMA))
                 if pending is not None:
                     pending.result()
                 pending = hashing.submit(
-                    _hash_batch, content, written, ids, tokens, offsets, sink.tell()
+                    _hash_batch, content, tokens_hash, ids, tokens, offsets, stored
                 )
                 count += len(ids)
                 characters += len(tokens) - 2 * len(ids)
                 unknown += int(np.count_nonzero(tokens == UNK))
+                largest = max(largest, int(tokens.max()))
         if pending is not None:
             pending.result()
-        tokens_digest = written.finish()
     if count == 0:
         raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
     manifest = {
@@ -161,8 +176,11 @@ def prepare_corpus(
         "targets": characters + count,
         "unknown_tokens": unknown,
         "unknown_rate": unknown / characters,
+        "token_type": token_type(tokenizer.vocab_size),
+        "largest_token": largest,
         "source": {"path": str(documents), "sha256": source_digest.result()},
-        "tokens_sha256": tokens_digest,
+        "tokens_sha256": tokens_hash.hexdigest(),
+        "documents_sha256": file_sha256(output / DOCUMENTS_FILE),
     }
     manifest["manifest_sha256"] = json_sha256(manifest)
     write_json(output / MANIFEST_FILE, manifest)
@@ -171,12 +189,14 @@ def prepare_corpus(
 
 @dataclass(frozen=True)
 class Corpus:
-    """An opened corpus: `tokens` (N,) int32 all documents one after another, `offsets` (D+1,) int64."""
+    """An opened corpus: `tokens` (N,) uint16 or uint32, all documents one after another, a
+    read-only view of the memory-mapped tokens.bin; `offsets` (D+1,) int64 document boundaries."""
 
     path: Path
     manifest: dict
     tokens: np.ndarray
     offsets: np.ndarray
+    _verifying: list[Future] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def digest(self) -> str:
@@ -188,42 +208,180 @@ class Corpus:
 
     @classmethod
     def open(cls, path: Path) -> Corpus:
-        """Open a corpus directory, checking tokens.arrow against the digest corpus.json records."""
-        manifest_file, tokens_file = path / MANIFEST_FILE, path / TOKENS_FILE
+        """Open a corpus directory: its manifest and document list checked, its tokens mapped."""
+        manifest_file = path / MANIFEST_FILE
         if not manifest_file.is_file():
             raise Refusal(
                 f"{path} holds no {MANIFEST_FILE}; a corpus is written by zrodlo corpus prepare"
             )
         manifest = _read_manifest(manifest_file)
-        if not tokens_file.is_file():
-            raise Refusal(f"{path} holds no {TOKENS_FILE}; prepare the corpus again")
-        actual = file_sha256(tokens_file)
-        if actual != manifest["tokens_sha256"]:
-            raise Refusal(
-                f"{tokens_file} has sha256 {actual}, and {manifest_file} records "
-                f"{manifest['tokens_sha256']}; the corpus was changed after it was prepared"
-            )
+        offsets = _read_documents(path, manifest)
+        corpus = cls(path, manifest, _map_tokens(path, manifest), offsets)
+        if corpus.tokens.nbytes <= _VERIFY_AT_OPEN_BYTES:
+            _verify(path, manifest, offsets)  # costs less than a step: refused before anything
+            corpus._verifying.append(_passed())
+        return corpus
+
+    def verify(self) -> Future:
+        """Start, once, the pass that checks tokens.bin against the sha256, corpus digest and
+        largest token corpus.json records; its result is None, or it raises the Refusal."""
+        if not self._verifying:
+            self._verifying.append(_in_background(_verify, self.path, self.manifest, self.offsets))
+        return self._verifying[0]
+
+    def verified(self) -> None:
+        """Wait for the verifying pass (starting it if need be); raise its Refusal if it failed."""
+        self.verify().result()
+
+
+def release_pages(tokens: np.ndarray) -> None:
+    """Give back the pages of a memory-mapped token array this process has read (other arrays
+    are left alone). They stay in the page cache, so a scan of a corpus larger than memory holds
+    only the pages of its current batch, and reading them again costs a minor fault."""
+    mapped = mapping_of(tokens)
+    if mapped is not None:
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
+def mapping_of(tokens: np.ndarray) -> mmap.mmap | None:
+    """The memory map an array is a view of, through views and buffers, or None."""
+    base: object = tokens
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return base
+
+
+def _passed() -> Future:
+    future: Future = Future()
+    future.set_result(None)
+    return future
+
+
+def _in_background(work: Callable[..., None], *args: object) -> Future:
+    """`work(*args)` on a daemon thread: a process that ends early does not wait for it."""
+    future: Future = Future()
+
+    def run() -> None:
         try:
-            table = ipc.open_file(pa.memory_map(str(tokens_file))).read_all()
-        except (pa.ArrowException, OSError) as error:
-            raise Refusal(f"{tokens_file} does not load as Arrow IPC: {error}") from None
-        if table.schema != SCHEMA:
-            raise Refusal(f"{tokens_file} does not hold the columns id and tokens of a corpus")
-        tokens, offsets = _flatten(table.column("tokens"))
-        if len(offsets) - 1 != manifest["documents"] or len(tokens) != manifest["tokens"]:
-            raise Refusal(
-                f"{tokens_file} holds {len(offsets) - 1} documents and {len(tokens)} tokens, "
-                f"and {manifest_file} records {manifest['documents']} and {manifest['tokens']}"
-            )
-        content = ContentDigest()
-        content.update(table.column("id").to_pylist(), tokens, offsets)
-        if content.hexdigest() != manifest["corpus_digest"]:
-            raise Refusal(
-                f"{tokens_file} holds corpus {content.hexdigest()}, and {manifest_file} records "
-                f"corpus {manifest['corpus_digest']}; the manifest is not this corpus's, so "
-                "prepare the corpus again"
-            )
-        return cls(path, manifest, tokens, offsets)
+            future.set_result(work(*args))
+        except BaseException as error:  # handed to whoever waits on the future
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="corpus-verify", daemon=True).start()
+    return future
+
+
+def _map_tokens(path: Path, manifest: dict) -> np.ndarray:
+    tokens_file = path / TOKENS_FILE
+    if not tokens_file.is_file():
+        raise Refusal(f"{path} holds no {TOKENS_FILE}; prepare the corpus again")
+    dtype = np.dtype(manifest["token_type"]).newbyteorder("<")
+    size, expected = tokens_file.stat().st_size, manifest["tokens"] * dtype.itemsize
+    if size != expected:
+        raise Refusal(
+            f"{tokens_file} holds {size:,} bytes, and {path / MANIFEST_FILE} records "
+            f"{manifest['tokens']:,} tokens of {dtype.itemsize} bytes; the corpus was changed "
+            "after it was prepared"
+        )
+    if size == 0:  # an empty file cannot be mapped
+        return np.zeros(0, dtype=dtype)
+    with open(tokens_file, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(mapped, dtype=dtype)
+
+
+def _read_documents(path: Path, manifest: dict) -> np.ndarray:
+    """The (D+1,) int64 offsets of the documents, from documents.arrow checked against its sha256."""
+    documents_file, manifest_file = path / DOCUMENTS_FILE, path / MANIFEST_FILE
+    if not documents_file.is_file():
+        raise Refusal(f"{path} holds no {DOCUMENTS_FILE}; prepare the corpus again")
+    actual = file_sha256(documents_file)
+    if actual != manifest["documents_sha256"]:
+        raise Refusal(
+            f"{documents_file} has sha256 {actual}, and {manifest_file} records "
+            f"{manifest['documents_sha256']}; the corpus was changed after it was prepared"
+        )
+    table = _read_listing(documents_file, columns=["tokens"])
+    lengths = table.column("tokens").to_numpy()
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(lengths) != manifest["documents"] or offsets[-1] != manifest["tokens"]:
+        raise Refusal(
+            f"{documents_file} lists {len(lengths)} documents of {int(offsets[-1])} tokens, and "
+            f"{manifest_file} records {manifest['documents']} and {manifest['tokens']}"
+        )
+    if len(lengths) and lengths.min() < 2:
+        raise Refusal(
+            f"{documents_file} lists a document of {int(lengths.min())} tokens; every document "
+            "holds at least BOS and EOS"
+        )
+    return offsets
+
+
+def _read_listing(documents_file: Path, columns: list[str]) -> pa.Table:
+    try:
+        table = ipc.open_file(pa.memory_map(str(documents_file))).read_all()
+    except (pa.ArrowException, OSError) as error:
+        raise Refusal(f"{documents_file} does not load as Arrow IPC: {error}") from None
+    if table.schema != DOCUMENTS_SCHEMA or table.column("tokens").null_count:
+        raise Refusal(f"{documents_file} does not hold the columns id and tokens of a corpus")
+    return table.select(columns)
+
+
+def _verify(path: Path, manifest: dict, offsets: np.ndarray) -> None:
+    """One pass over tokens.bin, a buffer at a time: its sha256, the corpus digest and the largest
+    token, each against corpus.json; a Refusal names the first that differs."""
+    tokens_file, manifest_file = path / TOKENS_FILE, path / MANIFEST_FILE
+    ids = _read_listing(path / DOCUMENTS_FILE, columns=["id"]).column("id").to_pylist()
+    lengths = np.diff(offsets).tolist()
+    dtype = np.dtype(manifest["token_type"]).newbyteorder("<")
+    file_hash, content = hashlib.sha256(), ContentDigest()
+    largest, document, remaining = 0, 0, 0  # remaining: tokens of `document` still to come
+    with open(tokens_file, "rb") as handle:
+        while data := handle.read(_VERIFY_TOKENS * dtype.itemsize):
+            file_hash.update(data)
+            read = np.frombuffer(data, dtype=dtype)
+            largest = max(largest, int(read.max()))
+            canonical = canonical_tokens(read)
+            at = 0
+            while at < len(canonical):
+                if remaining == 0:  # a document starts here (the file holds no empty ones)
+                    content.begin(ids[document], lengths[document])
+                    remaining = lengths[document]
+                    document += 1
+                taken = min(remaining, len(canonical) - at)
+                content.add(canonical[at : at + taken])
+                at, remaining = at + taken, remaining - taken
+    if file_hash.hexdigest() != manifest["tokens_sha256"]:
+        raise Refusal(
+            f"{tokens_file} has sha256 {file_hash.hexdigest()}, and {manifest_file} records "
+            f"{manifest['tokens_sha256']}; the corpus was changed after it was prepared"
+        )
+    if content.hexdigest() != manifest["corpus_digest"]:
+        raise Refusal(
+            f"{tokens_file} holds corpus {content.hexdigest()}, and {manifest_file} records "
+            f"corpus {manifest['corpus_digest']}; the manifest is not this corpus's, so "
+            "prepare the corpus again"
+        )
+    if largest != manifest["largest_token"]:
+        raise Refusal(
+            f"{tokens_file} holds tokens up to {largest}, and {manifest_file} records "
+            f"{manifest['largest_token']}; the manifest is not this corpus's, so prepare the "
+            "corpus again"
+        )
+
+
+_NEEDED = (
+    "format_version",
+    "tokenizer_digest",
+    "corpus_digest",
+    "documents",
+    "tokens",
+    "token_type",
+    "largest_token",
+    "tokens_sha256",
+    "documents_sha256",
+)
 
 
 def _read_manifest(file: Path) -> dict:
@@ -239,27 +397,34 @@ def _read_manifest(file: Path) -> dict:
             f"{file} has format version {manifest['format_version']!r}, and this build reads "
             f"version {FORMAT_VERSION}; prepare the corpus again"
         )
-    if "tokens_sha256" not in manifest:
-        raise Refusal(f"{file} does not load as a corpus manifest: it lacks tokens_sha256")
+    missing = [key for key in _NEEDED if key not in manifest]
+    if missing:
+        raise Refusal(f"{file} does not load as a corpus manifest: it lacks {', '.join(missing)}")
     body = {key: value for key, value in manifest.items() if key != "manifest_sha256"}
     if manifest.get("manifest_sha256") != json_sha256(body):
         raise Refusal(
             f"{file} does not match the digest it was written with; it was edited after the "
             "corpus was prepared, so prepare the corpus again"
         )
+    _check_values(file, manifest)
     return manifest
 
 
-def _flatten(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """All token lists as one (N,) int32 array and (D+1,) int64 offsets.
-
-    A single chunk stays a zero-copy view of the memory map; several chunks are concatenated.
-    """
-    values, offsets, base = [], [np.zeros(1, dtype=np.int64)], 0
-    for chunk in column.chunks:
-        chunk_offsets = chunk.offsets.to_numpy().astype(np.int64)
-        values.append(chunk.flatten().to_numpy(zero_copy_only=True))
-        offsets.append(chunk_offsets[1:] - chunk_offsets[0] + base)
-        base += int(chunk_offsets[-1] - chunk_offsets[0])
-    tokens = values[0] if len(values) == 1 else np.concatenate(values or [np.zeros(0, np.int32)])
-    return tokens, np.concatenate(offsets)
+def _check_values(file: Path, manifest: dict) -> None:
+    """Refuse recorded values no preparation writes, before anything is read by them."""
+    counts = ("documents", "tokens", "largest_token")
+    for key in counts:
+        value = manifest[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+            raise Refusal(
+                f"{file} records {key} {json.dumps(value)}; a corpus records a whole number "
+                "of 0 or more"
+            )
+    if manifest["token_type"] not in ("uint16", "uint32"):
+        raise Refusal(
+            f"{file} records token_type {json.dumps(manifest['token_type'])}; a corpus stores "
+            "uint16 or uint32 tokens"
+        )
+    for key in ("tokens_sha256", "documents_sha256"):
+        if not isinstance(manifest[key], str):
+            raise Refusal(f"{file} records {key} {json.dumps(manifest[key])}; it is a sha256")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from zrodlo.corpus import release_pages
 from zrodlo.loss import summed_nll, valid_targets
 from zrodlo.model import GPT
 from zrodlo.parallel import Ranks
@@ -64,11 +65,14 @@ def score(
         with torch.no_grad():
             for first in (batch * batch_size for batch in ranks.block(batches)):
                 indices = np.arange(first, min(first + batch_size, len(table)))
-                inputs, expected = collate(tokens, table, indices, device)  # (b, C-1) each
+                inputs, expected = collate(
+                    tokens, table, indices, device, model.config.vocab_size
+                )  # (b, C-1) each
                 with autocast(device, precision):
                     logits = model(inputs)  # (b, C-1, vocab) float32
                 sums.append(float(summed_nll(logits, expected).item()))
                 counts.append(float(valid_targets(expected)))
+                release_pages(tokens)  # a held-out corpus larger than memory streams through
     finally:
         model.train(was_training)
     summed = 0.0

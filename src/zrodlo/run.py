@@ -16,7 +16,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from zrodlo.chacha import GENERATOR
@@ -28,7 +27,7 @@ from zrodlo.checkpoint import (
     checkpoints_in,
     write_checkpoint,
 )
-from zrodlo.corpus import Corpus
+from zrodlo.corpus import Corpus, release_pages
 from zrodlo.device import describe
 from zrodlo.evaluate import score
 from zrodlo.output import check_parent, new_directory, remove_directory
@@ -42,9 +41,9 @@ from zrodlo.windows import WindowTable, build_windows
 
 @dataclass(frozen=True)
 class HeldOut:
-    """A held-out corpus prepared for scoring: its tokens and windows at the run's context."""
+    """A held-out corpus prepared for scoring: the corpus and its windows at the run's context."""
 
-    tokens: np.ndarray
+    corpus: Corpus
     table: WindowTable
 
 
@@ -62,7 +61,7 @@ def check_data(corpus: Corpus, model: Model, context: int) -> WindowTable:
             f"records tokenizer {corpus.tokenizer_digest}, and {model.path} has digest "
             f"{model.tokenizer.digest}; prepare the corpus again with {model.path}"
         )
-    largest = int(corpus.tokens.max()) if len(corpus.tokens) else 0
+    largest = corpus.manifest["largest_token"]  # checked by the corpus's verifying pass
     if largest >= model.config.vocab_size:
         raise Refusal(
             f"the corpus holds token {largest}, outside the model's vocab_size "
@@ -82,7 +81,7 @@ def open_held_out(eval_corpus: Path | None, model: Model, context: int) -> HeldO
     if eval_corpus is None:
         return None
     corpus = Corpus.open(eval_corpus)
-    return HeldOut(corpus.tokens, check_data(corpus, model, context))
+    return HeldOut(corpus, check_data(corpus, model, context))
 
 
 def environment(device: torch.device, processes: int = 1) -> dict:
@@ -196,12 +195,15 @@ def run_updates(
     on_step: Callable[[StepRecord], None] = lambda record: None,
     continues: dict[str, str] | None = None,
     timing: Path | None = None,
+    corpus: Corpus | None = None,
 ) -> list[Path]:
     """Run updates done..plan.steps-1, writing checkpoints into `output`; return those written.
 
     `provenance` (run, seed, corpus and tokenizer digests) goes into run.json and every
     trainer.json; `continues` holds the file digests of the checkpoint a resume starts from;
-    `timing` is the file the steps' wall-clock times go to, if not the run directory's.
+    `timing` is the file the steps' wall-clock times go to, if not the run directory's; `corpus`
+    is the training corpus, whose verifying pass (and the held-out corpus's) must pass before
+    the run writes a record.
     """
     run = {"format_version": RUN_FORMAT, "generator": GENERATOR, **provenance}
     run["hyperparameters"] = plan.hyperparameters()
@@ -211,6 +213,7 @@ def run_updates(
     written: list[Path] = []
     planned = set(plan.checkpoint_steps(done))
     reached = done
+    read = [c for c in (corpus, held_out and held_out.corpus) if c is not None]
     with ExitStack() as writing:
         # Rank 0 alone claims the directory and writes; the others learn whether it may.
         if ranks.leads:
@@ -223,17 +226,16 @@ def run_updates(
                 raise
         if not ranks.agree(True):
             raise Refusal(f"process 0 refused to write into {output}, and said why")
-        log = RunLog(output, done, timing) if ranks.leads else None
+        records = _Records(output, done, timing, continues, read) if ranks.leads else None
         try:
-            if log is not None and continues is not None:
-                log.continue_from(done, continues)
             for n in range(done, plan.steps):
                 record = trainer.step(n)
                 reached = record.step
+                release_pages(trainer.tokens)  # a run over a corpus larger than memory
                 if held_out is not None and plan.scores_at(record.step):
                     held = score(
                         trainer.model,
-                        held_out.tokens,
+                        held_out.corpus.tokens,
                         held_out.table,
                         plan.micro_batch,
                         trainer.device,
@@ -244,23 +246,70 @@ def run_updates(
                 if record.step in planned:
                     trainer.check_finite(record.step)
                     written.append(output / checkpoint_name(record.step))
-                if log is None:
+                if records is None:
                     continue
                 # The records of a step go down before its checkpoint: the log always reaches at
                 # least as far as the newest checkpoint, and a resume drops what lies beyond it.
-                log.step(record)
+                records.step(record)
                 on_step(record)
                 if record.step in planned:
+                    log = records.written()
                     record_of = {**record_base, "step": record.step}
                     files = _write_checkpoint(written[-1], trainer, model, record_of, log)
                     log.checkpoint(record.step, files)
                     _keep_newest(output, plan.keep_checkpoints, provenance["run"])
+            if records is not None:
+                records.written()
         except WriteFailure as failure:
             raise WriteFailure(failure.path, failure.error, _stopped(output, reached)) from None
         finally:
-            if log is not None:
-                log.close()
+            if records is not None:
+                records.close()
     return written
+
+
+class _Records:
+    """A run's records, held back until the corpora it reads have passed their verifying pass,
+    then written as they come: a run whose corpus turns out changed stops with the corpus's
+    refusal having written no record, as if it had been refused at the start."""
+
+    def __init__(
+        self,
+        output: Path,
+        done: int,
+        timing: Path | None,
+        continues: dict[str, str] | None,
+        corpora: list[Corpus],
+    ) -> None:
+        self._open = (output, done, timing, continues)
+        self._corpora = corpora
+        for corpus in corpora:
+            corpus.verify()  # starts the pass on a second thread
+        self._log: RunLog | None = None
+        self._pending: list[StepRecord] = []
+
+    def step(self, record: StepRecord) -> None:
+        self._pending.append(record)
+        if self._log is not None or all(corpus.verify().done() for corpus in self._corpora):
+            self.written()
+
+    def written(self) -> RunLog:
+        """Wait for the corpora to pass, write every record held back, and return the log."""
+        if self._log is None:
+            for corpus in self._corpora:
+                corpus.verified()
+            output, done, timing, continues = self._open
+            self._log = RunLog(output, done, timing)
+            if continues is not None:
+                self._log.continue_from(done, continues)
+        for record in self._pending:
+            self._log.step(record)
+        self._pending.clear()
+        return self._log
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
 
 
 def check_timing(timing: Path) -> None:

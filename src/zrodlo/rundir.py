@@ -89,7 +89,7 @@ def claim(path: Path, run: dict, plan: RunPlan, done: int) -> Iterator[None]:
         if not (path / RUN_FILE).exists():
             replace_file(path / RUN_FILE, json_text(run))
         yield
-    except WriteFailure:
+    except Refusal:  # a WriteFailure among them
         if created and not checkpoints_in(path):  # nothing of the run is worth keeping
             shutil.rmtree(path, ignore_errors=True)
             sync_directory(path.absolute().parent)

@@ -33,11 +33,14 @@ def evaluate(
     if batch_size < 1:
         raise Refusal(f"--batch-size is {batch_size}; it must be a whole number of 1 or more")
     opened = [(path, Corpus.open(path)) for path in corpora]
+    for _, data in opened:
+        data.verify()  # on a second thread, while the model scores
     tables = [check_data(data, loaded, window) for _, data in opened]
     reference = None
     if baseline is not None:
         counted = Corpus.open(baseline)
         check_data(counted, loaded, window)
+        counted.verified()
         reference = Bigram.count(counted.tokens, counted.offsets, loaded.config.vocab_size)
     target = resolve_device(device, ordinal, "f32")
     network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
@@ -58,6 +61,8 @@ def evaluate(
         if reference is not None:
             entry["bigram_loss"] = reference.score(data.tokens, table).loss
         results[path.name if path.name not in results else str(path)] = entry
+    for _, data in opened:
+        data.verified()  # no score of a corpus that fails its digests is reported
     return {
         "model": {
             "path": str(model),

@@ -112,7 +112,7 @@ class Trainer:
         """Make update n (0-based), turning step n into step n+1."""
         started = time.perf_counter()
         indices = self.stream.indices(n)  # (B,)
-        step_targets = int(self.table.target_counts[indices].sum())
+        step_targets = self.table.targets_of(indices)
         masks = StepMasks(self.plan.seed, n)
         micro = self.plan.micro_batch
         micro_batches = self.plan.batch_size // micro
@@ -120,7 +120,11 @@ class Trainer:
         parts, gradients = [], []
         for first in (i * micro for i in mine):
             inputs, targets = collate(
-                self.tokens, self.table, indices[first : first + micro], self.device
+                self.tokens,
+                self.table,
+                indices[first : first + micro],
+                self.device,
+                self.model.config.vocab_size,
             )  # (m, C-1) each
             with autocast(self.device, self.plan.precision):
                 logits = self.model(inputs, masks.rows(first))  # (m, C-1, vocab) float32

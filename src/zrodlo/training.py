@@ -93,7 +93,16 @@ def train(
     provenance = fresh_provenance(start, data.digest, plan)
     with progress(0, plan.steps) if ranks.leads else _quiet(0, plan.steps) as on_step:
         written = run_updates(
-            trainer, plan, 0, output, start, provenance, held_out, on_step, timing=timing
+            trainer,
+            plan,
+            0,
+            output,
+            start,
+            provenance,
+            held_out,
+            on_step,
+            timing=timing,
+            corpus=data,
         )
     return written if ranks.leads else None
 
@@ -166,6 +175,7 @@ def resume(
             on_step,
             continues=record["files"],
             timing=timing,
+            corpus=data,
         )
     return written if ranks.leads else None
 

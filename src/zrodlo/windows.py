@@ -35,20 +35,39 @@ def check_context(context: int) -> None:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class WindowTable:
-    """Every window of a corpus at one context, in corpus order.
+    """Every window of a corpus at one context, in corpus order, held per document: memory grows
+    with the documents, not with the windows, and `locate` finds any windows' places.
 
-    starts (W,) int64: flat token position of the window's first input token.
-    target_counts (W,) int64: how many targets the window scores, 1 .. context-1.
+    first_window (D+1,) int64: the index of each document's first window; the last entry is W.
+    doc_starts (D,) int64: flat token position of each document's BOS.
+    doc_targets (D,) int64: how many targets each document holds.
     """
 
-    starts: np.ndarray
-    target_counts: np.ndarray
+    first_window: np.ndarray
+    doc_starts: np.ndarray
+    doc_targets: np.ndarray
     context: int
 
     def __len__(self) -> int:
-        return int(self.starts.shape[0])
+        return int(self.first_window[-1])
+
+    def locate(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, target_counts) of windows `indices`, each (B,) int64: the flat token position
+        of each window's first input token, and how many targets it scores (1 .. context-1)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        # A document without windows has first_window[d] == first_window[d+1], so searching to
+        # the right passes over it to the document the window belongs to.
+        doc = np.searchsorted(self.first_window, indices, side="right") - 1  # (B,)
+        k = indices - self.first_window[doc]  # (B,) the window's place inside its document
+        span = self.context - 1  # targets per full window
+        starts = self.doc_starts[doc] + k * span  # (B,)
+        return starts, np.minimum(span, self.doc_targets[doc] - k * span)
+
+    def targets_of(self, indices: np.ndarray) -> int:
+        """How many targets the windows `indices` score together."""
+        return int(self.locate(indices)[1].sum())
 
 
 def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
@@ -70,18 +89,15 @@ def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
     lengths = np.diff(offsets)  # (D,)
     if (lengths < 0).any():
         raise ValueError("document offsets decrease")
-    span = context - 1  # targets per full window
     doc_targets = np.maximum(lengths - 1, 0)  # (D,)
-    per_doc = -(-doc_targets // span)  # (D,) windows in each document: ceil(targets / span)
-    count = int(per_doc.sum())
-    if count == 0:
+    per_doc = -(
+        -doc_targets // (context - 1)
+    )  # (D,) windows in each document: ceil(targets / span)
+    first_window = np.zeros(len(per_doc) + 1, dtype=np.int64)  # (D+1,)
+    np.cumsum(per_doc, out=first_window[1:])
+    if first_window[-1] == 0:
         raise ValueError("no document holds a target: each needs BOS and at least an EOS")
-    doc = np.repeat(np.arange(per_doc.shape[0], dtype=np.int64), per_doc)  # (W,)
-    first = np.cumsum(per_doc) - per_doc  # (D,) index of each document's first window
-    k = np.arange(count, dtype=np.int64) - first[doc]  # (W,) window's place inside its document
-    starts = offsets[doc] + k * span  # (W,)
-    targets = np.minimum(span, doc_targets[doc] - k * span)  # (W,)
-    return WindowTable(starts=starts, target_counts=targets, context=context)
+    return WindowTable(first_window, offsets[:-1], doc_targets, context)
 
 
 def window_order(count: int, pass_index: int, seed: int, shuffle: bool) -> np.ndarray:
@@ -129,22 +145,27 @@ def collate(
     table: WindowTable,
     indices: np.ndarray,
     device: torch.device | str | None = None,
+    vocab_size: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The batch of windows `indices`: inputs and targets, each (B, C-1) int64.
 
     inputs[i, j] = tokens[start + j] and targets[i, j] = tokens[start + j + 1] for j below the
     window's target count; beyond it inputs are EOS and targets IGNORED. The width is always C-1,
-    so every batch has the same shape whatever its windows.
+    so every batch has the same shape whatever its windows. With `vocab_size`, a token outside
+    the vocabulary is refused: a run reads a corpus before its digests are all checked.
     """
-    indices = np.asarray(indices, dtype=np.int64)
     context = table.context
-    starts = table.starts[indices]  # (B,)
-    counts = table.target_counts[indices]  # (B,)
+    starts, counts = table.locate(indices)  # (B,) each
     offset = np.arange(context, dtype=np.int64)  # (C,)
     # Clamp each position to the window's last target so the gather never reads past its
     # document (nor past the corpus); the clamped positions are overwritten below.
     positions = starts[:, None] + np.minimum(offset[None, :], counts[:, None])  # (B, C)
     window = np.asarray(tokens[positions], dtype=np.int64)  # (B, C)
+    if vocab_size is not None and window.size and int(window.max()) >= vocab_size:
+        raise Refusal(
+            f"the corpus holds token {int(window.max())}, outside the model's vocab_size "
+            f"{vocab_size}"
+        )
     valid = offset[None, : context - 1] < counts[:, None]  # (B, C-1)
     inputs = np.where(valid, window[:, :-1], EOS)  # (B, C-1)
     targets = np.where(valid, window[:, 1:], IGNORED)  # (B, C-1)

@@ -94,7 +94,7 @@ def test_a_corpus_whose_manifest_claims_another_corpus_is_refused(
     }[command]
     assert_refused_in_process(
         *args,
-        sentence=f"{impostor / 'tokens.arrow'} holds corpus {actual}, and "
+        sentence=f"{impostor / 'tokens.bin'} holds corpus {actual}, and "
         f"{impostor / 'corpus.json'} records corpus {claimed}; the manifest is not this corpus's, "
         "so prepare the corpus again",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow.ipc as ipc
 import pytest
 
@@ -34,14 +35,26 @@ def prepare_args(root: Path, output: Path | None = None, tokenizer: Path | None 
     ]
 
 
+def documents_of(corpus: Path) -> dict[str, list[int]]:
+    """Each document's tokens, read from the files themselves: the list, then the uint16 tokens."""
+    listing = ipc.open_file(corpus / "documents.arrow").read_all()
+    tokens = np.frombuffer((corpus / "tokens.bin").read_bytes(), dtype="<u2").tolist()
+    ends = np.cumsum(listing.column("tokens").to_numpy()).tolist()
+    starts = [0, *ends[:-1]]
+    ids = listing.column("id").to_pylist()
+    return {i: tokens[a:b] for i, a, b in zip(ids, starts, ends, strict=True)}
+
+
 def test_prepare_writes_tokens_and_a_manifest(tmp_path, fitted, run_zrodlo):
     returncode, stdout, stderr = run_zrodlo(*prepare_args(tmp_path), cwd=tmp_path)
     assert (returncode, stderr) == (0, "")
     corpus = tmp_path / "corpus"
-    assert sorted(p.name for p in corpus.iterdir()) == ["corpus.json", "tokens.arrow"]
-    table = ipc.open_file(corpus / "tokens.arrow").read_all()
-    assert table.column("id").to_pylist() == ["one", "two"]
-    assert table.column("tokens").to_pylist() == [[1, 3, 4, 5, 2], [1, 4, 3, 2]]
+    assert sorted(p.name for p in corpus.iterdir()) == [
+        "corpus.json",
+        "documents.arrow",
+        "tokens.bin",
+    ]
+    assert documents_of(corpus) == {"one": [1, 3, 4, 5, 2], "two": [1, 4, 3, 2]}
     manifest = json.loads((corpus / "corpus.json").read_text())
     assert (manifest["documents"], manifest["tokens"], manifest["targets"]) == (2, 9, 7)
     assert stdout.startswith(f"wrote {corpus}: 2 documents, 9 tokens, 7 targets, unknown rate ")
@@ -119,8 +132,7 @@ def test_a_character_only_validation_has_is_unknown_in_the_validation_corpus(
         assert (returncode, stderr) == (0, "")
     fitted = json.loads((tmp_path / "tokenizer" / "tokenizer.json").read_text())
     assert fitted["characters"] == ["a", "b"]
-    table = ipc.open_file(tmp_path / "validation" / "tokens.arrow").read_all()
-    assert table.column("tokens").to_pylist() == [[1, 3, 0, 4, 2]]
+    assert list(documents_of(tmp_path / "validation").values()) == [[1, 3, 0, 4, 2]]
     manifest = json.loads((tmp_path / "validation" / "corpus.json").read_text())
     assert manifest["unknown_tokens"] == 1
     assert manifest["unknown_rate"] == pytest.approx(1 / 3)

@@ -20,6 +20,11 @@ from zrodlo.windows import (
 BOS, EOS = 1, 2
 
 
+def every_window(table) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, target_counts) of every window of the table, in corpus order."""
+    return table.locate(np.arange(len(table)))
+
+
 def corpus(lengths: list[int], dtype: type = np.int32) -> tuple[np.ndarray, np.ndarray]:
     """Documents of the given character counts, characters numbered 3, 4, ... throughout."""
     offsets = np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64) + 2)])
@@ -38,8 +43,9 @@ def test_textbook_example_1() -> None:
     tokens = np.array([1, 3, 4, 5, 6, 7, 2, 1, 3, 2], dtype=np.int32)
     offsets = np.array([0, 7, 10])
     table = build_windows(offsets, 4)
-    assert table.starts.tolist() == [0, 3, 7]
-    assert table.target_counts.tolist() == [3, 3, 2]
+    starts, counts = every_window(table)
+    assert starts.tolist() == [0, 3, 7]
+    assert counts.tolist() == [3, 3, 2]
     inputs, targets = collate(tokens, table, np.arange(3))
     assert inputs.dtype == torch.int64 and targets.dtype == torch.int64
     assert inputs.tolist() == [[1, 3, 4], [5, 6, 7], [1, 3, EOS]]
@@ -67,10 +73,11 @@ def test_every_target_once_and_no_window_crosses_a_document(
     table = build_windows(offsets, context)
     inputs, targets = collate(tokens, table, np.arange(len(table)))
     assert inputs.shape == targets.shape == (len(table), context - 1)
-    document = np.searchsorted(offsets, table.starts, side="right") - 1  # (W,)
+    starts, counts = every_window(table)
+    document = np.searchsorted(offsets, starts, side="right") - 1  # (W,)
     # The window's last target lies inside its own document.
-    assert (table.starts + table.target_counts < offsets[document + 1]).all()
-    assert ((table.target_counts >= 1) & (table.target_counts <= context - 1)).all()
+    assert (starts + counts < offsets[document + 1]).all()
+    assert ((counts >= 1) & (counts <= context - 1)).all()
     for d in range(len(lengths)):
         mine = document == d
         scored = targets[torch.from_numpy(mine)]
@@ -79,7 +86,7 @@ def test_every_target_once_and_no_window_crosses_a_document(
         )
         read = inputs[torch.from_numpy(mine)]
         # Each window reads its own document's tokens up to its last target, then EOS.
-        assert read[:, 0].tolist() == tokens[table.starts[mine]].tolist()
+        assert read[:, 0].tolist() == tokens[starts[mine]].tolist()
     padded = targets == IGNORED
     assert (inputs[padded] == EOS).all()
     # Padding only ever follows the real positions.
@@ -88,9 +95,19 @@ def test_every_target_once_and_no_window_crosses_a_document(
 
 def test_windows_start_every_context_minus_one_tokens() -> None:
     _, offsets = corpus([9, 1])  # 11 tokens, then 3
-    table = build_windows(offsets, 4)
-    assert table.starts.tolist() == [0, 3, 6, 9, 11]
-    assert table.target_counts.tolist() == [3, 3, 3, 1, 2]
+    starts, counts = every_window(build_windows(offsets, 4))
+    assert starts.tolist() == [0, 3, 6, 9, 11]
+    assert counts.tolist() == [3, 3, 3, 1, 2]
+
+
+def test_the_table_holds_its_documents_not_its_windows() -> None:
+    offsets = np.array([0, 2, 2 + 10**9 + 1, 2 + 10**9 + 3])  # a document of a billion targets
+    table = build_windows(offsets, 1001)
+    assert len(table) == 1 + 10**6 + 1
+    assert {a.shape for a in (table.doc_starts, table.doc_targets)} == {(3,)}
+    starts, counts = table.locate(np.array([0, 1, 10**6, 10**6 + 1]))
+    assert starts.tolist() == [0, 2, 2 + (10**6 - 1) * 1000, 2 + 10**9 + 1]
+    assert counts.tolist() == [1, 1000, 1000, 1]
 
 
 def test_unsigned_memory_mapped_tokens(tmp_path) -> None:
@@ -141,7 +158,7 @@ def test_a_corpus_shorter_than_one_window_is_refused(
 
 def test_a_corpus_of_exactly_one_window_is_accepted() -> None:
     table = build_windows(np.array([0, 3, 5]), 5)
-    assert table.target_counts.tolist() == [2, 1]
+    assert every_window(table)[1].tolist() == [2, 1]
 
 
 # --- the order of windows and the windows of each step ---
