@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-EXAMPLE = "Example: zrodlo model export --model run/step-2000 --output exported"
+EXAMPLE = "Example: zrodlo model export --model run/step-1000 --output exported"
 
 
 def export(

@@ -8,7 +8,7 @@ import typer
 
 EXAMPLE = (
     "Example: zrodlo report --run run --metrics reports/metrics.json --corpora corpus --model "
-    "run/step-2000 --output reports"
+    "run/step-1000 --output reports"
 )
 
 

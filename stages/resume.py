@@ -9,8 +9,8 @@ import typer
 from stages import options
 
 EXAMPLE = (
-    "Example: zrodlo checkpoint resume --checkpoint run/step-1900 --corpus corpus/train "
-    "--output resumed --steps 2000 --device cpu --processes 2"
+    "Example: zrodlo checkpoint resume --checkpoint run/step-900 --corpus corpus/train "
+    "--output resumed --steps 1000 --device cpu --processes 2"
 )
 
 

@@ -9,7 +9,7 @@ import typer
 from stages import options
 
 EXAMPLE = (
-    "Example: zrodlo model sample --model run/step-2000 --prompt 'The ' --tokens 300 "
+    "Example: zrodlo model sample --model run/step-1000 --prompt 'The ' --tokens 300 "
     "--temperature 0.8 --seed 1"
 )
 
