@@ -37,10 +37,11 @@ import measure
 import numpy as np
 import torch
 import torch.nn.functional as F
+from checkpoint_io import against_raw
 from reference import TorchGPT
 
 from zrodlo.chacha import GENERATOR
-from zrodlo.checkpoint import Model, read_checkpoint, write_checkpoint, write_model
+from zrodlo.checkpoint import Model, write_checkpoint, write_model
 from zrodlo.corpus import Corpus, prepare_corpus
 from zrodlo.model import GPT, ModelConfig, initial_weights
 from zrodlo.output import new_directory
@@ -237,20 +238,6 @@ def through_command(
     }
 
 
-def _drop_cache(paths: list[Path]) -> None:
-    """Evict the files' pages from the page cache so the next read comes from the disk."""
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def _files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.is_file())
-
-
 def checkpoint_io(trainer: Trainer, model: Model, corpus: Corpus, work: Path, repeats: int) -> dict:
     """Write and read the medium trainer's checkpoint, each in turn with raw I/O of as many bytes."""
     state_seconds = measure.timed(lambda: (trainer.weights(), trainer.optimizer_state()))
@@ -276,66 +263,10 @@ def checkpoint_io(trainer: Trainer, model: Model, corpus: Corpus, work: Path, re
             )
         return path
 
-    kept = write()
-    size = sum(p.stat().st_size for p in _files(kept))
-    payload = np.random.default_rng(SEED).bytes(size)
-    raw = work / "raw.bin"
-
-    def zrodlo_write() -> float:
-        written: list[Path] = []
-        seconds = measure.timed(lambda: written.append(write()))
-        shutil.rmtree(written[0])
-        return seconds
-
-    def raw_write() -> float:
-        target = work / "raw-write.bin"
-
-        def action() -> None:
-            with open(target, "wb") as handle:
-                handle.write(payload)
-                handle.flush()
-                os.fsync(handle.fileno())
-
-        seconds = measure.timed(action)
-        target.unlink()
-        return seconds
-
-    with open(raw, "wb") as handle:
-        handle.write(payload)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-    def raw_read() -> None:
-        with open(raw, "rb") as handle:
-            handle.read()
-
-    def cold(paths: list[Path], action) -> float:
-        _drop_cache(paths)
-        return measure.timed(action)
-
-    variants = {
-        "zrodlo_write_checkpoint": zrodlo_write,
-        "raw_write_fsync": raw_write,
-        "zrodlo_read_checkpoint_cold": lambda: cold(_files(kept), lambda: read_checkpoint(kept)),
-        "raw_read_cold": lambda: cold([raw], raw_read),
-        "zrodlo_read_checkpoint_warm": lambda: measure.timed(lambda: read_checkpoint(kept)),
-        "raw_read_warm": lambda: measure.timed(raw_read),
-    }
-    measure.interleave(variants, 1)  # warm-up
-    samples = measure.interleave(variants, repeats)
-    rates = {name: round(size / statistics.median(v) / 1e6, 1) for name, v in samples.items()}
     return {
         "checkpoint": "medium model + AdamW state after the benchmark's steps",
-        "bytes": size,
-        "files": {p.name: p.stat().st_size for p in _files(kept)},
         "gathering_weights_and_optimizer_state_s": round(state_seconds, 6),
-        "seconds": {name: measure.summary(v) for name, v in samples.items()},
-        "megabytes_per_second": rates,
-        "share_of_raw": {
-            "write": round(rates["zrodlo_write_checkpoint"] / rates["raw_write_fsync"], 4),
-            "read_cold": round(rates["zrodlo_read_checkpoint_cold"] / rates["raw_read_cold"], 4),
-            "read_warm": round(rates["zrodlo_read_checkpoint_warm"] / rates["raw_read_warm"], 4),
-        },
+        **against_raw(write, work, repeats),
     }
 
 
