@@ -66,7 +66,7 @@ def _option_descriptions(help_text: str) -> dict[str, str]:
     return options
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def run_zrodlo() -> Callable[..., tuple[int, str, str]]:
     """`run_zrodlo(*args, cwd=...)` runs the real console script: (returncode, stdout, stderr)."""
     return _run_zrodlo
@@ -77,7 +77,7 @@ def snapshot() -> Callable[[Path], dict[str, bytes | None]]:
     return _snapshot
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def write_documents() -> Callable[..., Path]:
     return _write_documents
 
