@@ -31,28 +31,38 @@ ALPHABET = np.array(
 )
 
 
+# Each character of ALPHABET as a JSON string holds it (UTF-8, a line break escaped), end to end.
+_ENCODED = [json.dumps(str(c), ensure_ascii=False)[1:-1].encode("utf-8") for c in ALPHABET]
+_TABLE = np.frombuffer(b"".join(_ENCODED), dtype=np.uint8)
+_LENGTHS = np.array([len(e) for e in _ENCODED], dtype=np.int64)
+_STARTS = np.cumsum(_LENGTHS) - _LENGTHS
+
+
 def generate(path: Path, megabytes: int) -> tuple[int, int]:
-    """Write documents until the file holds `megabytes` MB; return (documents, characters)."""
+    """Write documents until the file holds `megabytes` MB; return (documents, characters).
+
+    The text is drawn as alphabet indices and turned into the bytes of a JSON string with array
+    operations (each index gathers its character's encoded bytes), so gigabytes take seconds."""
     rng = np.random.default_rng(0)  # benchmark data only; never part of a training run
     target = megabytes * 1_000_000
     written = documents = characters = 0
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path, "wb") as handle:
         while written < target:
-            lengths = rng.integers(1_000, 64_000, size=256)
-            text = "".join(ALPHABET[rng.integers(0, len(ALPHABET), size=int(lengths.sum()))])
+            lengths = rng.integers(1_000, 64_000, size=256)  # characters of each document
+            chosen = rng.integers(0, len(ALPHABET), size=int(lengths.sum()))
+            sizes = _LENGTHS[chosen]  # bytes of each character
+            before = np.cumsum(sizes) - sizes
+            gather = np.repeat(_STARTS[chosen] - before, sizes) + np.arange(int(sizes.sum()))
+            text = _TABLE[gather].tobytes()
+            ends = np.cumsum(sizes)[np.cumsum(lengths) - 1].tolist()  # byte end of each document
             lines = []
-            start = 0
-            for length in lengths:
-                doc_text = text[start : start + int(length)]
-                start += int(length)
-                lines.append(
-                    json.dumps({"id": f"doc-{documents}", "text": doc_text}, ensure_ascii=False)
-                )
+            for start, end in zip([0, *ends[:-1]], ends, strict=True):
+                lines.append(b'{"id": "doc-%d", "text": "%s"}\n' % (documents, text[start:end]))
                 documents += 1
-                characters += int(length)
-            chunk = "\n".join(lines) + "\n"
-            handle.write(chunk)
-            written += len(chunk.encode("utf-8"))
+            block = b"".join(lines)
+            handle.write(block)
+            written += len(block)
+            characters += int(lengths.sum())
     return documents, characters
 
 
