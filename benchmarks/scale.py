@@ -2,8 +2,8 @@
 
 For generated corpora of --sizes megabytes of text (100 and 5,000 by default), the real commands
 in subprocesses, one after another:
-- `zrodlo corpus prepare`: characters per second and peak resident memory (of ASCII text:
-  benchmarks/prepare.py measures preparation on text with non-ASCII characters too);
+- `zrodlo corpus prepare`: characters per second and peak resident memory (the documents are
+  benchmarks/prepare.py's, 10% of their characters outside ASCII);
 - `zrodlo model train` of a tiny model for a few steps: peak resident memory and the seconds
   from starting the command to its first progress line ("step 1/...");
 - `zrodlo checkpoint resume` of that run: the same two figures;
@@ -27,17 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 # `measure` imports torch: this process stays small until the end, because a child's peak
 # resident memory as the kernel reports it starts from its parent's size when it was started.
 ROOT = Path(__file__).resolve().parent.parent
 ZRODLO = Path(sys.executable).parent / "zrodlo"
-# The generated text: ASCII letters, digits, spaces and punctuation that JSON needs no escape for,
-# so a line is written as bytes without encoding a string (gigabytes in seconds, not minutes).
-ALPHABET = np.frombuffer(
-    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?()-'", dtype=np.uint8
-)
+PREPARE = Path(__file__).parent / "prepare.py"  # its generator writes the documents
 CONTEXT = 65
 TINY = ["--layers", "1", "--heads", "1", "--d-model", "16", "--d-ff", "32", "--positions", "64",
         "--dropout", "0.1", "--seed", "1"]  # fmt: skip
@@ -87,33 +81,13 @@ def run(args: list[object], first_line: str | None = None, stop_after: float | N
     return result
 
 
-def generate(path: Path, megabytes: int) -> tuple[int, int]:
-    """Documents of 1 to 64 KB of text until the file holds `megabytes` MB: (documents, characters)."""
-    rng = np.random.default_rng(0)  # benchmark data only; never part of a training run
-    written = documents = characters = 0
-    with open(path, "wb") as handle:
-        while written < megabytes * 1_000_000:
-            lengths = rng.integers(1_000, 64_000, size=1024)
-            text = ALPHABET[rng.integers(0, len(ALPHABET), size=int(lengths.sum()))].tobytes()
-            ends = np.cumsum(lengths).tolist()
-            lines = []
-            for start, end in zip([0, *ends[:-1]], ends, strict=True):
-                lines.append(b'{"id": "doc-%d", "text": "%s"}\n' % (documents, text[start:end]))
-                documents += 1
-            block = b"".join(lines)
-            handle.write(block)
-            written += len(block)
-            characters += int(lengths.sum())
-    return documents, characters
-
-
 def measure_size(work: Path, megabytes: int) -> dict:
     root = work / f"{megabytes}MB"
     root.mkdir()
     documents = root / "documents.jsonl"
     # Generated in a child process, which leaves this one as small as it was.
     generated = subprocess.run(
-        [sys.executable, __file__, "--generate-into", documents, "--sizes", str(megabytes)],
+        [sys.executable, PREPARE, "--megabytes", str(megabytes), "--generate-into", documents],
         check=True,
         capture_output=True,
         text=True,
@@ -197,9 +171,5 @@ if __name__ == "__main__":
     parser.add_argument("--evaluate-seconds", type=float, default=60.0)
     parser.add_argument("--keep", type=Path)
     parser.add_argument("--output", type=Path, default=ROOT / "reports/bench/scale.json")
-    parser.add_argument("--generate-into", type=Path, help=argparse.SUPPRESS)
     ARGS = parser.parse_args()
-    if ARGS.generate_into:
-        print(json.dumps(generate(ARGS.generate_into, ARGS.sizes[0])))
-    else:
-        main()
+    main()

@@ -637,19 +637,6 @@ def test_the_bijection_refuses_positions_outside_its_count() -> None:
         bijection(Stream(115, Purpose.WINDOW_ORDER), 0, np.array([], dtype=np.int64))
 
 
-def test_orders_of_five_windows_are_uniform() -> None:
-    # The smallest count whose orders 2-bit Feistel halves left uneven (see chacha.py).
-    passes = 6_000
-    index = {}
-    counts = np.zeros(120)
-    for a in range(passes):
-        perm = tuple(permutation(Stream(116, Purpose.WINDOW_ORDER, a=a), 5).tolist())
-        counts[index.setdefault(perm, len(index))] += 1
-    assert len(index) == 120
-    chi2 = float(((counts - passes / 120) ** 2 / (passes / 120)).sum())
-    assert chi2 < 172.4  # chi-square, 119 degrees of freedom, significance 0.001
-
-
 def test_each_window_goes_to_each_place_equally_often() -> None:
     n, passes = 37, 3000
     placed = np.zeros((n, n))
@@ -668,16 +655,24 @@ def test_permutations_differ_across_seeds_and_passes() -> None:
     assert not np.array_equal(first, permutation(Stream(109, Purpose.WINDOW_ORDER, a=0), n))
 
 
-def test_permutations_of_four_are_uniform() -> None:
-    passes = 2400
-    index = {}
-    counts = np.zeros(24)
+@pytest.mark.parametrize(
+    ("n", "passes", "critical"),
+    [
+        (4, 2400, 49.73),  # chi-square, 23 degrees of freedom, significance 0.001
+        # The smallest count whose orders 2-bit Feistel halves left uneven (see chacha.py).
+        (5, 6000, 172.4),  # 119 degrees of freedom
+    ],
+)
+def test_every_order_of_a_few_windows_is_equally_likely(n: int, passes: int, critical: float):
+    orders = math.factorial(n)
+    index: dict[tuple, int] = {}
+    counts = np.zeros(orders)
     for a in range(passes):
-        perm = tuple(permutation(Stream(110, Purpose.WINDOW_ORDER, a=a), 4).tolist())
+        perm = tuple(permutation(Stream(110 + n, Purpose.WINDOW_ORDER, a=a), n).tolist())
         counts[index.setdefault(perm, len(index))] += 1
-    assert len(index) == 24
-    chi2 = float(((counts - passes / 24) ** 2 / (passes / 24)).sum())
-    assert chi2 < 49.73  # chi-square, 23 degrees of freedom, significance 0.001
+    assert len(index) == orders
+    chi2 = float(((counts - passes / orders) ** 2 / (passes / orders)).sum())
+    assert chi2 < critical
 
 
 # ---------------------------------------------------------------------------------------------

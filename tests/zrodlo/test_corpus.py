@@ -164,14 +164,19 @@ def test_open_gives_flat_tokens_and_document_offsets(documents):
     assert corpus.tokenizer_digest == TOKENIZER.digest
 
 
+def flip_a_byte(file: Path) -> str:
+    """Flip one bit in the middle of a file; return the file's new sha256."""
+    data = bytearray(file.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    file.write_bytes(bytes(data))
+    return hashlib.sha256(bytes(data)).hexdigest()
+
+
 def test_the_verifying_pass_refuses_a_tokens_file_whose_bytes_were_altered(documents, monkeypatch):
     corpus = prepare(documents, "corpus")
     tokens_file = corpus / "tokens.bin"
     recorded = json.loads((corpus / "corpus.json").read_text())["tokens_sha256"]
-    data = bytearray(tokens_file.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    tokens_file.write_bytes(bytes(data))
-    actual = hashlib.sha256(bytes(data)).hexdigest()
+    actual = flip_a_byte(tokens_file)
     assert refusals_both_ways(corpus, monkeypatch) == 2 * [
         (
             f"{tokens_file} has sha256 {actual}, and {corpus / 'corpus.json'} records {recorded}; "
@@ -251,13 +256,11 @@ def test_open_refuses_a_document_list_whose_bytes_were_altered(documents):
     corpus = prepare(documents, "corpus")
     listing = corpus / "documents.arrow"
     recorded = json.loads((corpus / "corpus.json").read_text())["documents_sha256"]
-    data = bytearray(listing.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    listing.write_bytes(bytes(data))
+    actual = flip_a_byte(listing)
     with pytest.raises(Refusal) as refused:
         Corpus.open(corpus)
     assert refused.value.sentence == (
-        f"{listing} has sha256 {hashlib.sha256(bytes(data)).hexdigest()}, and "
+        f"{listing} has sha256 {actual}, and "
         f"{corpus / 'corpus.json'} records {recorded}; the corpus was changed after it was "
         "prepared"
     )
