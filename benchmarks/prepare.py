@@ -66,6 +66,22 @@ def generate(path: Path, megabytes: int) -> tuple[int, int]:
     return documents, characters
 
 
+def generate_apart(source: Path, megabytes: int, sample: Path) -> tuple[int, int]:
+    """`generate` in a child process, and the first 64 documents copied to `sample` (to fit a
+    tokenizer on). A child's peak RSS starts from its parent's size at fork, so the parent stays
+    small to keep the measured peak that of the command alone."""
+    generated = subprocess.run(
+        [sys.executable, __file__, "--megabytes", str(megabytes), "--generate-into", source],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    with open(source, "rb") as full, open(sample, "wb") as head:
+        for _, line in zip(range(64), full, strict=False):
+            head.write(line)
+    return tuple(json.loads(generated.stdout))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=512)
@@ -77,27 +93,8 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="zrodlo-bench-prepare-"))
     try:
-        source = work / "documents.jsonl"
-        # Generated in a child process: a child's peak RSS starts from its parent's size at fork,
-        # so this process stays small to keep the measured peak that of `corpus prepare` alone.
-        generated = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--megabytes",
-                str(args.megabytes),
-                "--generate-into",
-                source,
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        documents, characters = json.loads(generated.stdout)
-        sample = work / "sample.jsonl"
-        with open(source, "rb") as full, open(sample, "wb") as head:
-            for _, line in zip(range(64), full, strict=False):
-                head.write(line)
+        source, sample = work / "documents.jsonl", work / "sample.jsonl"
+        documents, characters = generate_apart(source, args.megabytes, sample)
         subprocess.run(
             [ZRODLO, "tokenizer", "fit", "--documents", sample, "--output", work / "tok"],
             check=True,

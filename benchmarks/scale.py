@@ -18,7 +18,6 @@ to reports/bench/scale.json with the ratios of the largest size to the smallest.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -27,11 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from prepare import generate_apart  # numpy only: this process stays small
+
 # `measure` imports torch: this process stays small until the end, because a child's peak
 # resident memory as the kernel reports it starts from its parent's size when it was started.
 ROOT = Path(__file__).resolve().parent.parent
 ZRODLO = Path(sys.executable).parent / "zrodlo"
-PREPARE = Path(__file__).parent / "prepare.py"  # its generator writes the documents
 CONTEXT = 65
 TINY = ["--layers", "1", "--heads", "1", "--d-model", "16", "--d-ff", "32", "--positions", "64",
         "--dropout", "0.1", "--seed", "1"]  # fmt: skip
@@ -84,19 +84,8 @@ def run(args: list[object], first_line: str | None = None, stop_after: float | N
 def measure_size(work: Path, megabytes: int) -> dict:
     root = work / f"{megabytes}MB"
     root.mkdir()
-    documents = root / "documents.jsonl"
-    # Generated in a child process, which leaves this one as small as it was.
-    generated = subprocess.run(
-        [sys.executable, PREPARE, "--megabytes", str(megabytes), "--generate-into", documents],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    count, characters = json.loads(generated.stdout)
-    sample = root / "sample.jsonl"
-    with open(documents, "rb") as full, open(sample, "wb") as head:
-        for _, line in zip(range(64), full, strict=False):
-            head.write(line)
+    documents, sample = root / "documents.jsonl", root / "sample.jsonl"
+    count, characters = generate_apart(documents, megabytes, sample)
     tokenizer, corpus, model = root / "tokenizer", root / "corpus", root / "model"
     for args in (
         ["tokenizer", "fit", "--documents", sample, "--output", tokenizer],
