@@ -20,7 +20,7 @@ def prepare(
     tokenizer: Path = typer.Option(..., help="A tokenizer directory (or a model directory)."),
     output: Path = typer.Option(..., help="The corpus directory to write; must not exist."),
 ) -> None:
-    """Write tokens.arrow (Arrow IPC: ids and token lists) and corpus.json (digests and counts)."""
+    """Write tokens.bin (uint16 tokens), documents.arrow (ids and lengths) and corpus.json."""
     started = time.perf_counter()
     manifest = prepare_corpus(documents, tokenizer, output)
     seconds = time.perf_counter() - started
