@@ -14,16 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import struct
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load as load_safetensors
 
-from zrodlo import jsonfile
+from zrodlo import jsonfile, tensorfile
 from zrodlo.digest import file_sha256, json_sha256, write_json
 from zrodlo.manifest import read_listed
 from zrodlo.model import ModelConfig, check_weights
@@ -52,63 +48,6 @@ def checkpoint_name(step: int) -> str:
     return f"step-{step}"
 
 
-# How safetensors orders tensors in a file: by dtype, in this order from last to first, then by
-# name. Writing in the same order gives the bytes `safetensors.torch.save` gives.
-_SAFETENSORS_DTYPES = {
-    dtype: (name, rank)
-    for rank, (dtype, name) in enumerate(
-        [
-            (torch.bool, "BOOL"),
-            (torch.uint8, "U8"),
-            (torch.int8, "I8"),
-            (torch.float8_e5m2, "F8_E5M2"),
-            (torch.float8_e4m3fn, "F8_E4M3"),
-            (torch.int16, "I16"),
-            (torch.uint16, "U16"),
-            (torch.float16, "F16"),
-            (torch.bfloat16, "BF16"),
-            (torch.int32, "I32"),
-            (torch.uint32, "U32"),
-            (torch.float32, "F32"),
-            (torch.float64, "F64"),
-            (torch.int64, "I64"),
-            (torch.uint64, "U64"),
-        ]
-    )
-}
-
-
-def write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> str:
-    """Write tensors as safetensors, the bytes `safetensors.torch.save` gives; return the sha256.
-
-    Each tensor's bytes go to the file straight from its memory, with no copy of the whole, while
-    a second thread hashes what is being written (both release the GIL): a checkpoint is written
-    at about the speed of the disk. A full disk is an OSError naming the file.
-    """
-    tensors = {name: t.detach().contiguous().cpu() for name, t in tensors.items()}
-    order = sorted(tensors, key=lambda name: (-_SAFETENSORS_DTYPES[tensors[name].dtype][1], name))
-    header, offset = {}, 0
-    for name in order:
-        tensor = tensors[name]
-        size = tensor.numel() * tensor.element_size()
-        header[name] = {
-            "dtype": _SAFETENSORS_DTYPES[tensor.dtype][0],
-            "shape": list(tensor.shape),
-            "data_offsets": [offset, offset + size],
-        }
-        offset += size
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
-    text += b" " * (-len(text) % 8)  # the data starts on a multiple of 8 bytes
-    pieces = [struct.pack("<Q", len(text)) + text]
-    pieces += [tensors[name].reshape(-1).view(torch.uint8).numpy().data for name in order]
-    digest = hashlib.sha256()
-    with open(path, "wb") as handle, ThreadPoolExecutor(max_workers=1) as hashing:
-        for piece in pieces:  # one thread hashes the pieces in order, behind the writes
-            hashing.submit(digest.update, piece)
-            handle.write(piece)
-    return digest.hexdigest()
-
-
 def weights_sha256(weights: dict[str, torch.Tensor]) -> str:
     """sha256 of weights by content: each tensor's name, dtype, shape and bytes, in name order."""
     digest = hashlib.sha256()
@@ -119,14 +58,6 @@ def weights_sha256(weights: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def read_tensors(path: Path, data: bytes | None = None) -> dict[str, torch.Tensor]:
-    """Tensors of a safetensors file, from `data` when its (already checked) bytes are at hand."""
-    try:
-        return load_safetensors(path.read_bytes() if data is None else data)
-    except (SafetensorError, OSError, ValueError) as error:
-        raise Refusal(f"{path} does not load as safetensors: {error}") from None
-
-
 def write_model(
     directory: Path, config: ModelConfig, tokenizer: CharTokenizer, weights: dict[str, torch.Tensor]
 ) -> dict[str, str]:
@@ -134,12 +65,12 @@ def write_model(
     write_json(directory / CONFIG_FILE, config.to_json())
     tokenizer.save(directory)
     digests = {name: file_sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
-    digests[WEIGHTS_FILE] = write_tensors(directory / WEIGHTS_FILE, weights)
+    digests[WEIGHTS_FILE] = tensorfile.write(directory / WEIGHTS_FILE, weights)
     write_json(directory / MANIFEST_FILE, {"format_version": MODEL_FORMAT, "files": digests})
     return {**digests, MANIFEST_FILE: file_sha256(directory / MANIFEST_FILE)}
 
 
-def read_config(path: Path, data: bytes | None = None) -> ModelConfig:
+def read_config(path: Path, data: memoryview | None = None) -> ModelConfig:
     """The configuration of a model directory, from `data` when its checked bytes are at hand."""
     file = path / CONFIG_FILE
     if data is None and not file.is_file():
@@ -164,7 +95,7 @@ class Model:
     weights: dict[str, torch.Tensor]
 
 
-def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
+def read_model(path: Path, verified: dict[str, memoryview] | None = None) -> Model:
     """Read a model directory or checkpoint, every file checked against model.json or, in a
     checkpoint, trainer.json, and loaded from the bytes checked.
 
@@ -184,12 +115,12 @@ def read_model(path: Path, verified: dict[str, bytes] | None = None) -> Model:
     config = read_config(path, verified[CONFIG_FILE])
     tokenizer = CharTokenizer.from_bytes(path / TOKENIZER_FILE, verified[TOKENIZER_FILE])
     weights_file = path / WEIGHTS_FILE
-    weights = read_tensors(weights_file, verified[WEIGHTS_FILE])
+    weights = tensorfile.parse(weights_file, verified[WEIGHTS_FILE])
     check_weights(config, weights, str(weights_file))
     return Model(path, config, tokenizer, weights)
 
 
-def _read_listed(path: Path) -> dict[str, bytes]:
+def _read_listed(path: Path) -> dict[str, memoryview]:
     """The checked bytes of a model directory's files, as its model.json lists them."""
     read_config(path)  # a directory without config.json is no model directory: say so first
     file = path / MANIFEST_FILE
@@ -240,7 +171,7 @@ def write_checkpoint(
 ) -> dict:
     """Write a checkpoint's five files into `directory`; return the trainer.json record written."""
     files = write_model(directory, model.config, model.tokenizer, model.weights)
-    files[OPTIMIZER_FILE] = write_tensors(directory / OPTIMIZER_FILE, optimizer_state)
+    files[OPTIMIZER_FILE] = tensorfile.write(directory / OPTIMIZER_FILE, optimizer_state)
     body = {"format_version": TRAINER_FORMAT, **record, "files": files}
     full = {**body, "record_sha256": json_sha256(body)}
     write_json(directory / TRAINER_FILE, full)
@@ -252,7 +183,7 @@ def read_record(path: Path) -> dict:
     return read_verified(path)[0]
 
 
-def read_verified(path: Path) -> tuple[dict, dict[str, bytes]]:
+def read_verified(path: Path) -> tuple[dict, dict[str, memoryview]]:
     """trainer.json and the bytes of every file it lists, each checked against its sha256.
 
     Each file is read once: what is checked is what the caller loads.
@@ -338,7 +269,7 @@ def read_checkpoint(path: Path) -> Checkpoint:
             f"{path / TRAINER_FILE} names no run it belongs to; the checkpoint is incomplete"
         )
     model = read_model(path, files)
-    optimizer_state = read_tensors(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
+    optimizer_state = tensorfile.parse(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
     return Checkpoint(model, optimizer_state, record)
 
 

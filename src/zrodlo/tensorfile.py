@@ -1,0 +1,223 @@
+"""safetensors files at the speed of the disk: written straight from tensor memory, read into one
+buffer while a second thread hashes it, and parsed into tensors that are views of that buffer.
+
+The bytes written are the ones `safetensors.torch.save` gives. Reading checks everything the
+safetensors library checks before it trusts a file (the header's length, JSON, dtypes, shapes, and
+offsets that tile the data exactly), with a sentence of Zrodlo's own for each, but copies nothing:
+the sha256 is taken over the very bytes the tensors then view, so what is loaded is what was
+checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import struct
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+import torch
+
+from zrodlo import jsonfile
+from zrodlo.refusal import Refusal
+
+SUFFIX = ".safetensors"
+HEADER_LIMIT = 100_000_000  # the longest header the safetensors library accepts
+_CHUNK = 4 << 20  # what is read while the previous chunk hashes
+
+# How safetensors orders tensors in a file: by dtype, in this order from last to first, then by
+# name. Writing in the same order gives the bytes `safetensors.torch.save` gives.
+DTYPES = {
+    dtype: (name, rank)
+    for rank, (dtype, name) in enumerate(
+        [
+            (torch.bool, "BOOL"),
+            (torch.uint8, "U8"),
+            (torch.int8, "I8"),
+            (torch.float8_e5m2, "F8_E5M2"),
+            (torch.float8_e4m3fn, "F8_E4M3"),
+            (torch.int16, "I16"),
+            (torch.uint16, "U16"),
+            (torch.float16, "F16"),
+            (torch.bfloat16, "BF16"),
+            (torch.int32, "I32"),
+            (torch.uint32, "U32"),
+            (torch.float32, "F32"),
+            (torch.float64, "F64"),
+            (torch.int64, "I64"),
+            (torch.uint64, "U64"),
+        ]
+    )
+}
+_BY_NAME = {name: dtype for dtype, (name, _) in DTYPES.items()}
+
+
+def write(path: Path, tensors: dict[str, torch.Tensor]) -> str:
+    """Write tensors as safetensors, the bytes `safetensors.torch.save` gives; return the sha256.
+
+    Each tensor's bytes go to the file straight from its memory, with no copy of the whole, while
+    a second thread hashes what is being written (both release the GIL). The file is synced
+    before the hash is awaited, so the disk takes the data while the hash finishes. A full disk
+    is an OSError naming the file.
+    """
+    tensors = {name: t.detach().contiguous().cpu() for name, t in tensors.items()}
+    order = sorted(tensors, key=lambda name: (-DTYPES[tensors[name].dtype][1], name))
+    header, offset = {}, 0
+    for name in order:
+        tensor = tensors[name]
+        size = tensor.numel() * tensor.element_size()
+        header[name] = {
+            "dtype": DTYPES[tensor.dtype][0],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)  # the data starts on a multiple of 8 bytes
+    pieces = [struct.pack("<Q", len(text)) + text]
+    pieces += [tensors[name].reshape(-1).view(torch.uint8).numpy().data for name in order]
+    digest = hashlib.sha256()
+    with open(path, "wb") as handle, ThreadPoolExecutor(max_workers=1) as hashing:
+        hashed = [hashing.submit(digest.update, piece) for piece in pieces]
+        for piece in pieces:
+            handle.write(piece)
+        handle.flush()
+        os.fsync(handle.fileno())
+        for done in hashed:
+            done.result()
+    return digest.hexdigest()
+
+
+def stated_size(path: Path) -> int | None:
+    """The size a safetensors file states in its header: 8 bytes of header length, the header,
+    and its tensors' data up to the largest end offset. None for a file of another kind, or one
+    whose header does not parse (it is small enough to read, or refused by its size)."""
+    if path.suffix != SUFFIX:
+        return None
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            return None
+        (length,) = struct.unpack("<Q", head)
+        if length > HEADER_LIMIT:
+            return None
+        try:
+            header = jsonfile.loads(handle.read(length))
+            ends = [
+                int(entry["data_offsets"][1])
+                for key, entry in header.items()
+                if key != "__metadata__"
+            ]
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return None
+    return 8 + length + max(ends, default=0)
+
+
+def read_hashed(paths: list[Path]) -> list[tuple[memoryview, str]]:
+    """Each file's bytes in a writable buffer of its own, and their sha256.
+
+    The files are read a chunk at a time into memory never written before (no zeroing pass),
+    while a second thread hashes the chunks already read, so hashing costs no time of its own
+    where it keeps up with the disk. A file that shrinks while it is read gives the bytes it
+    had, which then fail their digest.
+    """
+    read = []
+    with ThreadPoolExecutor(max_workers=1) as hashing:  # leaving the block awaits every hash
+        for path in paths:
+            with open(path, "rb", buffering=0) as handle:
+                buffer = memoryview(np.empty(os.fstat(handle.fileno()).st_size, dtype=np.uint8))
+                digest, filled = hashlib.sha256(), 0
+                while filled < len(buffer):
+                    count = handle.readinto(buffer[filled : filled + _CHUNK])
+                    if not count:
+                        break
+                    hashing.submit(digest.update, buffer[filled : filled + count])
+                    filled += count
+            read.append((buffer[:filled], digest))
+    return [(buffer, digest.hexdigest()) for buffer, digest in read]
+
+
+def parse(path: Path, data: memoryview) -> dict[str, torch.Tensor]:
+    """The tensors of safetensors bytes, each a view of `data` (a copy only where a tensor's
+    offset is not a multiple of its element size); a file that is no safetensors is refused with
+    what is wrong with it."""
+    if len(data) < 8:
+        _refuse(path, f"it holds {len(data)} bytes, fewer than the 8 that state its header's size")
+    (length,) = struct.unpack("<Q", data[:8])
+    if length > HEADER_LIMIT:
+        _refuse(path, f"its header would be {length} bytes, more than the {HEADER_LIMIT} allowed")
+    if 8 + length > len(data):
+        _refuse(path, f"its header would be {length} bytes, and only {len(data) - 8} follow")
+    try:
+        header = jsonfile.loads(data[8 : 8 + length])
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        _refuse(path, f"its header is not JSON: {error}")
+    if not isinstance(header, dict):
+        _refuse(path, "its header is not a JSON object of tensors")
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(
+        isinstance(value, str) for value in metadata.values()
+    ):
+        _refuse(path, "its __metadata__ is not an object of strings")
+    body = torch.frombuffer(data, dtype=torch.uint8)[8 + length :]  # data holds 8 bytes or more
+    spans = sorted(_span(path, name, entry) for name, entry in header.items())
+    tensors, end = {}, 0
+    for begin, stop, name, dtype, shape in spans:
+        if begin != end:
+            _refuse(
+                path,
+                f"the data of tensor {name!r} begins at byte {begin}, where the tensor before it "
+                f"ends at byte {end}; a tensor's data follows the one before it",
+            )
+        if stop > len(body):
+            _refuse(
+                path,
+                f"the data of tensor {name!r} ends at byte {stop}, and the file holds "
+                f"{len(body)} bytes of data",
+            )
+        raw = body[begin:stop]
+        if raw.storage_offset() % dtype.itemsize:  # a view starts on its element size
+            raw = raw.clone()
+        tensors[name] = raw.view(dtype).reshape(shape)
+        end = stop
+    if end != len(body):
+        _refuse(
+            path,
+            f"its tensors' data ends at byte {end}, and the file holds {len(body)} bytes of data",
+        )
+    return tensors
+
+
+def _span(path: Path, name: str, entry: object) -> tuple[int, int, str, torch.dtype, list[int]]:
+    """Where a header entry's data lies, its name, dtype and shape, each checked."""
+    if not (isinstance(entry, dict) and {"dtype", "shape", "data_offsets"} <= set(entry)):
+        _refuse(path, f"tensor {name!r} does not state its dtype, shape and data_offsets")
+    dtype = _BY_NAME.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
+    if dtype is None:
+        _refuse(path, f"tensor {name!r} has dtype {entry['dtype']!r}, which this build reads not")
+    shape, offsets = entry["shape"], entry["data_offsets"]
+    if not (isinstance(shape, list) and all(_is_count(size) for size in shape)):
+        _refuse(path, f"tensor {name!r} has shape {shape!r}, not a list of sizes")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_count, offsets))):
+        _refuse(path, f"tensor {name!r} has data_offsets {offsets!r}, not a begin and an end")
+    begin, stop = offsets
+    size = math.prod(shape) * dtype.itemsize
+    if stop - begin != size:
+        _refuse(
+            path,
+            f"tensor {name!r} of shape {shape} and dtype {entry['dtype']} takes {size} bytes, "
+            f"and its data_offsets {offsets} give {stop - begin}",
+        )
+    return begin, stop, name, dtype, shape
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _refuse(path: Path, reason: str) -> NoReturn:
+    raise Refusal(f"{path} does not load as safetensors: {reason}")
