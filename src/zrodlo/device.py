@@ -1,5 +1,5 @@
-"""The device a run computes on: the --device and --ordinal rules, whether this machine has it, and
-how much memory it holds.
+"""The device a run computes on: the --device and --ordinal rules, whether this machine has it, how
+much memory it holds, and the settings that make CUDA compute the same bits every time.
 
 `metal` is PyTorch's MPS backend. bf16 needs a GPU: the CPU backend is refused before anything runs.
 """
@@ -61,6 +61,7 @@ def resolve_device(
                 f"process {local_rank} of this machine takes CUDA device {ordinal + local_rank} "
                 f"(--ordinal {ordinal} and one GPU a process), and PyTorch sees {count}"
             )
+        make_deterministic()
         return torch.device("cuda", ordinal + local_rank)
     if not torch.backends.mps.is_built() or not torch.backends.mps.is_available():
         raise Refusal(
@@ -70,6 +71,25 @@ def resolve_device(
     if ordinal != 0:
         raise Refusal(f"--ordinal {ordinal} names a Metal device; PyTorch reaches only 0")
     return torch.device("mps")
+
+
+# cuBLAS reduces in a fixed order only with a workspace of one of these shapes (CUDA's own notes
+# on reproducibility); the variable must be set before the first cuBLAS call of the process.
+DETERMINISTIC_WORKSPACES = (":4096:8", ":16:8")
+
+
+def make_deterministic() -> None:
+    """Set what a CUDA run needs to give the same bits every time, before its first kernel:
+    deterministic algorithms, strictly (an operation with none refuses rather than warns; in this
+    mode torch's flash and memory-efficient attention take their deterministic backward and its
+    cuDNN attention is not chosen), cuDNN without autotuning, a fixed cuBLAS workspace, and float32
+    matrix products in float32 rather than TF32."""
+    if os.environ.get("CUBLAS_WORKSPACE_CONFIG") not in DETERMINISTIC_WORKSPACES:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = DETERMINISTIC_WORKSPACES[0]
+    torch.use_deterministic_algorithms(True, warn_only=False)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.set_float32_matmul_precision("highest")
 
 
 def describe(device: torch.device) -> str:

@@ -422,7 +422,7 @@ DRAWS = {
         s, start, count, 0.3, CPU
     ).numpy(),
     "keep_mask_torch_path_0.3": lambda s, start, count: chacha._keep_mask_on_device(
-        s, start, count, 0.3, CPU
+        s, start, count, 0.3, CPU, fused=False
     ).numpy(),
 }
 
@@ -483,8 +483,8 @@ def test_keep_mask_keeps_a_half_equal_to_the_threshold() -> None:
         at, above = half / 65536, (half + 1) / 65536  # round(p * 65536) is exactly the half
         assert keep_mask(stream, element, 1, at)[0]
         assert not keep_mask(stream, element, 1, above)[0]
-        assert chacha._keep_mask_on_device(stream, element, 1, at, CPU)[0]
-        assert not chacha._keep_mask_on_device(stream, element, 1, above, CPU)[0]
+        assert chacha._keep_mask_on_device(stream, element, 1, at, CPU, fused=False)[0]
+        assert not chacha._keep_mask_on_device(stream, element, 1, above, CPU, fused=False)[0]
 
 
 def test_keep_mask_extremes() -> None:
@@ -686,9 +686,29 @@ def test_keep_mask_tensor_on_cpu_and_through_torch_keystream_match_numpy() -> No
         on_cpu = keep_mask_tensor(stream, start, count, 0.25, CPU)
         assert on_cpu.dtype == torch.bool and on_cpu.device == CPU
         np.testing.assert_array_equal(on_cpu.numpy(), expected)
-        # The path GPUs take, run here on the CPU.
-        through_torch = chacha._keep_mask_on_device(stream, start, count, 0.25, CPU)
+        # The path a Metal GPU takes, run here on the CPU.
+        through_torch = chacha._keep_mask_on_device(stream, start, count, 0.25, CPU, fused=False)
         np.testing.assert_array_equal(through_torch.numpy(), expected)
+
+
+def test_the_fused_kernel_cuda_draws_with_gives_the_bits_of_keep_mask() -> None:
+    """The compiled kernel (here compiled for the CPU, as it is for CUDA on a GPU): one compile,
+    its sizes symbolic, serves every size and offset, and each mask equals `keep_mask` bit for
+    bit, at a rate and its threshold's edges alike. (Sizes of 1 would compile a second, special
+    kernel; a mask of the model is never one element.)"""
+    stream = Stream(111, Purpose.DROPOUT, a=2, b=3)
+    first = int(words(stream, 0, 1)[0])
+    edge = (first & 0xFFFF) / 65536  # the first element's half is exactly the threshold: kept
+    for start, count, p in [
+        (0, 2, edge),
+        (0, 2, edge + 1 / 65536),
+        (31, 65, 0.25),
+        (1001, 12_345, 0.1),
+        (2**20 + 3, 40_000, 0.9),
+    ]:
+        fused = chacha._keep_mask_on_device(stream, start, count, p, CPU, fused=True)
+        assert fused.dtype == torch.bool and fused.shape == (count,)
+        np.testing.assert_array_equal(fused.numpy(), keep_mask(stream, start, count, p))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
