@@ -8,8 +8,8 @@ A corpus directory holds three files:
   token, the sha256 of the source, of tokens.bin and of documents.arrow, and the sha256 of its own
   canonical content (`manifest_sha256`).
 
-Preparation streams the documents in bounded batches and encodes each batch with array operations;
-the digests run on a second thread. Opening a corpus trusts no recorded digest: corpus.json is
+Preparation streams the documents in bounded batches, read, checked and encoded with array
+operations in a child process (`zrodlo.encoding`), while this process writes and hashes them. Opening a corpus trusts no recorded digest: corpus.json is
 checked against its own digest and documents.arrow against its sha256; tokens.bin, the corpus
 digest and the largest token are checked by one pass that reads the file, not the map, a buffer
 at a time. A corpus of up to 32 MiB of tokens takes that pass as it opens, so it is refused
@@ -26,6 +26,7 @@ layout, token width or path: it is the digest corpora of the earlier Arrow layou
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
@@ -134,10 +135,13 @@ def prepare_corpus(
     the input size.
     """
     dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
-    batches = encoded_batches(documents, tokenizer, dtype, batch_characters)
     content, tokens_hash = ContentDigest(), hashlib.sha256()
     count = characters = unknown = largest = 0
     with (
+        # Closed on the way out, however it goes: no child outlives the preparation.
+        contextlib.closing(
+            encoded_batches(documents, tokenizer, dtype, batch_characters)
+        ) as batches,
         ThreadPoolExecutor(max_workers=2) as hashing,
         ThreadPoolExecutor(max_workers=1) as writing,
     ):

@@ -198,7 +198,7 @@ def _span(path: Path, name: str, entry: object) -> tuple[int, int, str, torch.dt
         _refuse(path, f"tensor {name!r} does not state its dtype, shape and data_offsets")
     dtype = _BY_NAME.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
     if dtype is None:
-        _refuse(path, f"tensor {name!r} has dtype {entry['dtype']!r}, which this build reads not")
+        _refuse(path, f"tensor {name!r} has dtype {entry['dtype']!r}, not one this build reads")
     shape, offsets = entry["shape"], entry["data_offsets"]
     if not (isinstance(shape, list) and all(_is_count(size) for size in shape)):
         _refuse(path, f"tensor {name!r} has shape {shape!r}, not a list of sizes")
