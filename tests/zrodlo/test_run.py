@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from zrodlo.checkpoint import read_model
+from zrodlo.checkpoint import CHECKPOINT_FILES, read_model
 from zrodlo.corpus import Corpus
 from zrodlo.run import check_data, fresh_provenance, run_updates
 from zrodlo.trainer import Trainer
@@ -15,7 +15,7 @@ from zrodlo.trainer import Trainer
 RECORDS = {"steps.csv", "ledger.jsonl", "timing.csv", "held_out.csv"}
 
 
-def test_the_records_are_synced_before_each_checkpoint_is_renamed_into_place(
+def test_the_records_and_the_checkpoint_files_are_synced_before_it_is_renamed_into_place(
     tmp_path, training_data, dropout_model, small_plan, monkeypatch
 ):
     plan = small_plan(checkpoint_every=1)
@@ -44,5 +44,5 @@ def test_the_records_are_synced_before_each_checkpoint_is_renamed_into_place(
     for step in (1, 2, 3):
         renamed = events.index(("rename", f"step-{step}"))
         synced = {name for kind, name in events[start:renamed] if kind == "sync"}
-        assert synced >= RECORDS, (step, synced)
+        assert synced >= RECORDS | set(CHECKPOINT_FILES), (step, synced)
         start = renamed

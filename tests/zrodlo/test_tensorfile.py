@@ -49,11 +49,22 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 @settings(max_examples=60, deadline=None)
-@given(specs=tensors, seed=st.integers(0, 2**31))
-def test_written_tensors_are_the_bytes_safetensors_writes(tmp_path_factory, specs, seed):
+@given(
+    specs=tensors,
+    seed=st.integers(0, 2**31),
+    chunk=st.integers(1, 300),
+    writeback=st.integers(1, 1000),
+)
+def test_written_tensors_are_the_bytes_safetensors_writes(
+    tmp_path_factory, specs, seed, chunk, writeback
+):
     values = random_tensors(specs, seed)
     path = tmp_path_factory.mktemp("written") / "tensors.safetensors"
-    digest = tensorfile.write(path, values)
+    with pytest.MonkeyPatch.context() as patch:
+        # Many chunks, some across tensors' edges, and many requests to start the writeback.
+        patch.setattr(tensorfile, "_CHUNK", chunk)
+        patch.setattr(tensorfile, "_WRITEBACK", writeback)
+        digest = tensorfile.write(path, values)
     expected = save(values)
     assert path.read_bytes() == expected
     assert digest == hashlib.sha256(expected).hexdigest()
