@@ -114,9 +114,9 @@ def write(path: Path, tensors: dict[str, torch.Tensor]) -> str:
     chunks = [piece[at : at + _CHUNK] for piece in pieces for at in range(0, len(piece), _CHUNK)]
     digest = hashlib.sha256()
     with open(path, "wb", buffering=0) as handle, ThreadPoolExecutor(max_workers=1) as hashing:
-        fd, written, started = handle.fileno(), 0, 0
+        fd, written, started, hashed = handle.fileno(), 0, 0, []
         for chunk in chunks:
-            hashing.submit(digest.update, chunk)
+            hashed.append(hashing.submit(digest.update, chunk))
             while chunk:  # an unbuffered write may take less than it is given
                 count = handle.write(chunk)
                 chunk, written = chunk[count:], written + count
@@ -124,7 +124,9 @@ def write(path: Path, tensors: dict[str, torch.Tensor]) -> str:
                 _start_writeback(fd, started, written - started)
                 started = written
         _start_writeback(fd, started, written - started)
-    return digest.hexdigest()  # leaving the block awaited every hash
+        for done in hashed:
+            done.result()
+    return digest.hexdigest()
 
 
 def _start_writeback(fd: int, begin: int, length: int) -> None:
