@@ -3,8 +3,8 @@ forks cheaply, so that parsing JSON (which holds Python's GIL) runs on one core 
 writes and hashes the batches on another.
 
 The tokens travel through memory the two processes share: a ring of a few slots, each about
-twice a batch, that the child fills in turn and the caller hands back once it is done with a
-batch (a batch too large for a slot goes down the pipe instead). The ids and sizes go down a
+twice a batch, that the child encodes straight into in turn and the caller hands back once it is
+done with a batch (a batch too large for a slot goes down the pipe instead). The ids and sizes go down a
 pipe. The child waits for a free slot, so it runs at most a ring ahead of the caller, and memory
 stays bounded by the batch size. A refusal in the child (a bad line, a repeated id) reaches the
 caller as the same refusal, raised when the caller reaches the batch it stopped at. Where forking
@@ -141,18 +141,21 @@ def _encode_into(
     ring or, with slot None, as bytes down the pipe after it; None at the end."""
     slot_size, turn = len(ring) // SLOTS, 0
     try:
-        for batch in _encode(documents, tokenizer, dtype, characters):
+        for batch in batched(read_documents(documents), characters):
             free.acquire()  # the caller is done with the batch this slot held
-            if batch.tokens.nbytes > slot_size:
-                sending.send((batch.ids, batch.sizes, None, len(batch.tokens)))
-                sending.send_bytes(batch.tokens.data)
+            room = np.frombuffer(
+                ring, dtype=dtype, count=slot_size // dtype.itemsize, offset=turn * slot_size
+            )
+            # Encoded straight into the slot where the batch fits, with no array of its own.
+            texts = [document.text for document in batch]
+            tokens, sizes = tokenizer.encode_documents(texts, dtype, out=room)
+            ids = [document.id for document in batch]
+            if len(tokens) > len(room):  # too large for a slot: down the pipe
+                sending.send((ids, sizes, None, len(tokens)))
+                sending.send_bytes(tokens.data)
             else:
-                slot, turn = turn, (turn + 1) % SLOTS
-                view = np.frombuffer(
-                    ring, dtype=dtype, count=len(batch.tokens), offset=slot * slot_size
-                )
-                view[:] = batch.tokens
-                sending.send((batch.ids, batch.sizes, slot, len(batch.tokens)))
+                sending.send((ids, sizes, turn, len(tokens)))
+                turn = (turn + 1) % SLOTS
         sending.send(None)
     except Refusal as refusal:
         sending.send(_Failed(refusal.sentence, ""))

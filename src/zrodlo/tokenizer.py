@@ -29,7 +29,14 @@ _SURROGATES = (0xD800, 0xDFFF)
 
 
 def code_points(text: str) -> np.ndarray:
-    """The code points of a text, (len(text),) uint32, without a Python loop per character."""
+    """The code points of a text, (len(text),) uint16 when every one is below U+10000, else
+    uint32, without a Python loop per character."""
+    # UTF-16 is half the bytes of UTF-32 and twice as fast to make; it holds each character in
+    # two bytes exactly when none lies past U+FFFF (such a one takes four), so its length tells.
+    # Lone surrogates pass through as the code points they are, in both.
+    narrow = text.encode("utf-16-le", "surrogatepass")
+    if len(narrow) == 2 * len(text):
+        return np.frombuffer(narrow, dtype="<u2")
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
 
 
@@ -79,13 +86,15 @@ class CharTokenizer:
         return np.take(self._table, code_points(text), mode="clip", out=out)
 
     def encode_documents(
-        self, texts: list[str], dtype: np.dtype | type = np.int32
+        self, texts: list[str], dtype: np.dtype | type = np.int32, out: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each text as BOS c1..cn EOS, one after another: (sum(n)+2k,) tokens of `dtype` (one
-        that holds every id) and the (k,) lengths n+2."""
+        that holds every id) and the (k,) lengths n+2. The tokens are the start of `out` (of
+        `dtype`) where it has room for them all, and a new array otherwise."""
         sizes = np.fromiter((len(t) + 2 for t in texts), dtype=np.int64, count=len(texts))
         ends = np.cumsum(sizes)
-        tokens = np.empty(int(ends[-1]) if len(ends) else 0, dtype=dtype)
+        total = int(ends[-1]) if len(ends) else 0
+        tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
         tokens[ends - sizes] = BOS
         tokens[ends - 1] = EOS
         table = self._table.astype(dtype, copy=False)  # written straight in the wanted type

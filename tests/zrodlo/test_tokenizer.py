@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zrodlo.refusal import Refusal
-from zrodlo.tokenizer import BOS, EOS, UNK, CharTokenizer
+from zrodlo.tokenizer import BOS, EOS, UNK, CharTokenizer, code_points
 
 ALPHABET = "a b\nzé—ß中😀𝄞"
 FITTED = CharTokenizer.fit([ALPHABET[:6], ALPHABET[6:]])
@@ -60,12 +60,34 @@ def test_decode_drops_bos_and_eos_and_shows_unk_as_the_replacement_character():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.text(alphabet=ALPHABET, min_size=1), max_size=6))
-def test_encode_documents_gives_bos_characters_eos_per_document(texts):
-    tokens, sizes = FITTED.encode_documents(texts)
+@given(
+    st.lists(st.text(alphabet=ALPHABET, min_size=1), max_size=6),
+    st.integers(0, 40),
+)
+def test_encode_documents_gives_bos_characters_eos_per_document(texts, room):
     expected = [t for text in texts for t in [BOS, *FITTED.encode(text).tolist(), EOS]]
-    assert tokens.tolist() == expected
+    out = np.full(room, 99, dtype=np.uint16)
+    tokens, sizes = FITTED.encode_documents(texts, np.uint16, out=out)
+    assert tokens.dtype == np.uint16 and tokens.tolist() == expected
     assert sizes.tolist() == [len(text) + 2 for text in texts]
+    # Into the start of `out` exactly when all the tokens fit there; `out` untouched otherwise.
+    assert np.shares_memory(tokens, out) == (0 < len(expected) <= room)
+    if len(expected) > room:
+        assert (out == 99).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=())))
+def test_code_points_are_each_characters_ord_in_16_bits_where_all_fit(text):
+    """Lone surrogates and characters past U+FFFF included, alone or side by side."""
+    points = code_points(text)
+    assert points.tolist() == [ord(c) for c in text]
+    assert points.dtype == (np.uint16 if all(ord(c) < 0x10000 for c in text) else np.uint32)
+
+
+def test_code_points_of_a_surrogate_pair_written_as_two_characters_are_the_two_surrogates():
+    assert code_points("\ud83d\ude00").tolist() == [0xD83D, 0xDE00]
+    assert code_points("\U0001f600").tolist() == [0x1F600]
 
 
 def test_the_digest_is_sha256_of_the_canonical_form_and_pinned():
