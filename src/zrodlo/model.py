@@ -271,8 +271,35 @@ class GPT(nn.Module):
 
 
 def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Every parameter's name and shape, in the order the model registers them."""
-    return {name: tuple(p.shape) for name, p in GPT(config).named_parameters()}
+    """Every parameter's name and shape, in the order the model registers them, from the
+    configuration alone: building the modules, even on the meta device, costs milliseconds that
+    every checked read of a model would pay (a test holds the two equal)."""
+    d, ff, vocab = config.d_model, config.d_ff, config.vocab_size
+    shapes = {
+        "token_embedding.weight": (vocab, d),
+        "position_embedding.weight": (config.positions, d),
+    }
+    for layer in range(config.layers):
+        block = f"blocks.{layer}"
+        shapes |= {
+            f"{block}.attention_norm.weight": (d,),
+            f"{block}.attention_norm.bias": (d,),
+            f"{block}.attention.qkv.weight": (3 * d, d),
+            f"{block}.attention.qkv.bias": (3 * d,),
+            f"{block}.attention.out.weight": (d, d),
+            f"{block}.attention.out.bias": (d,),
+            f"{block}.mlp_norm.weight": (d,),
+            f"{block}.mlp_norm.bias": (d,),
+            f"{block}.mlp.up.weight": (ff, d),
+            f"{block}.mlp.up.bias": (ff,),
+            f"{block}.mlp.down.weight": (d, ff),
+            f"{block}.mlp.down.bias": (d,),
+        }
+    return shapes | {
+        "final_norm.weight": (d,),
+        "final_norm.bias": (d,),
+        "lm_head.weight": (vocab, d),
+    }
 
 
 def parameter_count(config: ModelConfig) -> int:

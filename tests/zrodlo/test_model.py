@@ -447,7 +447,7 @@ def test_a_config_json_that_does_not_load_is_refused(data, problem):
     layers=st.integers(1, 3),
     d_ff=st.integers(1, 30),
 )
-def test_parameter_count_equals_the_parameters_the_model_builds(
+def test_parameter_count_and_shapes_are_those_of_the_parameters_the_model_builds(
     vocab_size, positions, heads, head_width, layers, d_ff
 ):
     config = replace(
@@ -459,8 +459,11 @@ def test_parameter_count_equals_the_parameters_the_model_builds(
         layers=layers,
         d_ff=d_ff,
     )
-    built = sum(p.numel() for p in GPT(config).parameters())
+    model = GPT(config)
+    built = sum(p.numel() for p in model.parameters())
     assert parameter_count(config) == built
+    registered = [(name, tuple(p.shape)) for name, p in model.named_parameters()]
+    assert list(parameter_shapes(config).items()) == registered  # names, shapes and order
 
 
 @pytest.mark.parametrize(
