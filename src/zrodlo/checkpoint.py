@@ -62,12 +62,26 @@ def write_model(
     directory: Path, config: ModelConfig, tokenizer: CharTokenizer, weights: dict[str, torch.Tensor]
 ) -> dict[str, str]:
     """Write the files of a model directory; return their sha256 by file name."""
+    return _write_model(directory, config, tokenizer, {WEIGHTS_FILE: weights})
+
+
+def _write_model(
+    directory: Path,
+    config: ModelConfig,
+    tokenizer: CharTokenizer,
+    tensor_files: dict[str, dict[str, torch.Tensor]],
+) -> dict[str, str]:
+    """Write the files of a model directory, its weights among `tensor_files` (file name to
+    tensors), and any other tensor files in the same pass, so that one file's hash overlaps the
+    next one's write; return every file's sha256 by file name."""
     write_json(directory / CONFIG_FILE, config.to_json())
     tokenizer.save(directory)
     digests = {name: file_sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
-    digests[WEIGHTS_FILE] = tensorfile.write(directory / WEIGHTS_FILE, weights)
+    written = tensorfile.write({directory / name: t for name, t in tensor_files.items()})
+    tensor_digests = {path.name: digest for path, digest in written.items()}
+    digests[WEIGHTS_FILE] = tensor_digests.pop(WEIGHTS_FILE)
     write_json(directory / MANIFEST_FILE, {"format_version": MODEL_FORMAT, "files": digests})
-    return {**digests, MANIFEST_FILE: file_sha256(directory / MANIFEST_FILE)}
+    return {**digests, MANIFEST_FILE: file_sha256(directory / MANIFEST_FILE), **tensor_digests}
 
 
 def read_config(path: Path, data: memoryview | None = None) -> ModelConfig:
@@ -170,8 +184,8 @@ def write_checkpoint(
     record: dict,
 ) -> dict:
     """Write a checkpoint's five files into `directory`; return the trainer.json record written."""
-    files = write_model(directory, model.config, model.tokenizer, model.weights)
-    files[OPTIMIZER_FILE] = tensorfile.write(directory / OPTIMIZER_FILE, optimizer_state)
+    tensor_files = {WEIGHTS_FILE: model.weights, OPTIMIZER_FILE: optimizer_state}
+    files = _write_model(directory, model.config, model.tokenizer, tensor_files)
     body = {"format_version": TRAINER_FORMAT, **record, "files": files}
     full = {**body, "record_sha256": json_sha256(body)}
     write_json(directory / TRAINER_FILE, full)

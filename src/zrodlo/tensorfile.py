@@ -11,6 +11,7 @@ checked.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 import numpy as np
 import torch
@@ -35,6 +36,8 @@ HEADER_LIMIT = 100_000_000  # the longest header the safetensors library accepts
 # finds it still in the cache the read or write just brought it into (1 MiB measured best on a 2 MiB
 # L2; 4 MiB hashed from memory and took 15% longer).
 _CHUNK = 1 << 20
+# The most parts one writev takes (IOV_MAX: 1024 on Linux).
+_MOST_PARTS = os.sysconf("SC_IOV_MAX")
 # How much a write lets pile up in the page cache before it asks the disk to start on it, so that
 # the disk writes while the rest is still being copied and hashed, not only in the closing fsync.
 _WRITEBACK = 4 << 20
@@ -85,16 +88,43 @@ DTYPES = {
 _BY_NAME = {name: dtype for dtype, (name, _) in DTYPES.items()}
 
 
-def write(path: Path, tensors: dict[str, torch.Tensor]) -> str:
-    """Write tensors as safetensors, the bytes `safetensors.torch.save` gives; return the sha256.
+def write(files: dict[Path, dict[str, torch.Tensor]]) -> dict[Path, str]:
+    """Write each file's tensors as safetensors, the bytes `safetensors.torch.save` gives, one
+    file after another; return each file's sha256.
 
     Each tensor's bytes go to the file straight from its memory, with no copy of the whole, a
     chunk at a time, while a second thread hashes the chunk just written (both release the GIL).
-    Every few MiB, and at the end, the disk is asked to start on what has piled up, and nothing
-    waits for it here: the file is durable once its directory is synced (`output.new_directory`
-    does), by which time the disk has taken most of it while the rest of the directory was
-    written. A full disk is an OSError naming the file.
+    The files share that thread, so the next file is written while the last one's hash catches
+    up, and the files are synced once all are written, while the hash is still running: by the
+    time it is done the disk has everything, and syncing the directory (`output.new_directory`
+    does) waits for nothing. Every few MiB the disk is asked to start on what has piled up. A
+    full disk is an OSError naming the file.
     """
+    digests = {path: hashlib.sha256() for path in files}
+    with contextlib.ExitStack() as open_files:
+        hashing = open_files.enter_context(ThreadPoolExecutor(max_workers=1))
+        hashed, handles = [], []
+        for path, tensors in files.items():
+            handle = open_files.enter_context(open(path, "wb", buffering=0))
+            handles.append(handle)
+            written, started = 0, 0
+            for chunk in _chunks(tensors):
+                hashed.append(hashing.submit(_update, digests[path], chunk))
+                written += _write_all(handle, chunk)
+                if written - started >= _WRITEBACK:
+                    _start_writeback(handle.fileno(), started, written - started)
+                    started = written
+        for handle in handles:
+            os.fsync(handle.fileno())
+        for done in hashed:
+            done.result()
+    return {path: digest.hexdigest() for path, digest in digests.items()}
+
+
+def _chunks(tensors: dict[str, torch.Tensor]) -> list[list[memoryview]]:
+    """A safetensors file's bytes, in order, in chunks of about _CHUNK bytes: the header, then
+    views of the tensors' own memory, a large tensor cut in pieces and small ones gathered, so
+    that a chunk is one system call and one hash call however many tensors it holds."""
     tensors = {name: t.detach().contiguous().cpu() for name, t in tensors.items()}
     order = sorted(tensors, key=lambda name: (-DTYPES[tensors[name].dtype][1], name))
     header, offset = {}, 0
@@ -111,22 +141,35 @@ def write(path: Path, tensors: dict[str, torch.Tensor]) -> str:
     text += b" " * (-len(text) % 8)  # the data starts on a multiple of 8 bytes
     pieces = [memoryview(struct.pack("<Q", len(text)) + text)]
     pieces += [tensors[name].reshape(-1).view(torch.uint8).numpy().data for name in order]
-    chunks = [piece[at : at + _CHUNK] for piece in pieces for at in range(0, len(piece), _CHUNK)]
-    digest = hashlib.sha256()
-    with open(path, "wb", buffering=0) as handle, ThreadPoolExecutor(max_workers=1) as hashing:
-        fd, written, started, hashed = handle.fileno(), 0, 0, []
-        for chunk in chunks:
-            hashed.append(hashing.submit(digest.update, chunk))
-            while chunk:  # an unbuffered write may take less than it is given
-                count = handle.write(chunk)
-                chunk, written = chunk[count:], written + count
-            if written - started >= _WRITEBACK:
-                _start_writeback(fd, started, written - started)
-                started = written
-        _start_writeback(fd, started, written - started)
-        for done in hashed:
-            done.result()
-    return digest.hexdigest()
+    chunks, gathered, size = [], [], 0
+    for piece in pieces:
+        for at in range(0, len(piece), _CHUNK):
+            part = piece[at : at + _CHUNK]
+            if gathered and (size + len(part) > _CHUNK or len(gathered) == _MOST_PARTS):
+                chunks.append(gathered)
+                gathered, size = [], 0
+            gathered.append(part)
+            size += len(part)
+    return [*chunks, gathered] if gathered else chunks
+
+
+def _update(digest: hashlib._Hash, chunk: list[memoryview]) -> None:
+    for part in chunk:
+        digest.update(part)
+
+
+def _write_all(handle: BinaryIO, chunk: list[memoryview]) -> int:
+    """Write a chunk's parts, in one system call where the system takes them all at once (an
+    unbuffered write may take less than it is given); return the bytes written."""
+    total = sum(len(part) for part in chunk)
+    while chunk:
+        count = os.writev(handle.fileno(), chunk)
+        while chunk and count >= len(chunk[0]):
+            count -= len(chunk[0])
+            chunk = chunk[1:]
+        if count:
+            chunk = [chunk[0][count:], *chunk[1:]]
+    return total
 
 
 def _start_writeback(fd: int, begin: int, length: int) -> None:

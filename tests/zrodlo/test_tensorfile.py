@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
 
 import numpy as np
@@ -37,6 +38,22 @@ def random_tensors(specs: dict, seed: int) -> dict[str, torch.Tensor]:
     return values
 
 
+def taking_at_most(most: int):
+    """os.writev as the system may do it: writing only the first `most` bytes it is given."""
+    real = os.writev
+
+    def writev(fd: int, parts: list) -> int:
+        kept, room = [], most
+        for part in parts:
+            if room == 0:
+                break
+            kept.append(memoryview(part)[:room])
+            room -= len(kept[-1])
+        return real(fd, kept)
+
+    return writev
+
+
 def read(path) -> tuple[memoryview, str]:
     return tensorfile.read_hashed([path])[0]
 
@@ -50,24 +67,36 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 @settings(max_examples=60, deadline=None)
 @given(
-    specs=tensors,
+    specs=st.lists(tensors, min_size=1, max_size=3),
     seed=st.integers(0, 2**31),
     chunk=st.integers(1, 300),
+    parts=st.integers(1, 4),
     writeback=st.integers(1, 1000),
+    most=st.integers(1, 500),
 )
 def test_written_tensors_are_the_bytes_safetensors_writes(
-    tmp_path_factory, specs, seed, chunk, writeback
+    tmp_path_factory, specs, seed, chunk, parts, writeback, most
 ):
-    values = random_tensors(specs, seed)
-    path = tmp_path_factory.mktemp("written") / "tensors.safetensors"
+    """Files written in one pass, each with the bytes and digest of its own tensors, whatever
+    part of its parts each system call takes."""
+    directory = tmp_path_factory.mktemp("written")
+    files = {
+        directory / f"{index}.safetensors": random_tensors(each, seed + index)
+        for index, each in enumerate(specs)
+    }
     with pytest.MonkeyPatch.context() as patch:
-        # Many chunks, some across tensors' edges, and many requests to start the writeback.
+        # Many chunks, some across tensors' edges, some gathering several tensors up to a few
+        # parts, and many requests to start the writeback.
         patch.setattr(tensorfile, "_CHUNK", chunk)
+        patch.setattr(tensorfile, "_MOST_PARTS", parts)
         patch.setattr(tensorfile, "_WRITEBACK", writeback)
-        digest = tensorfile.write(path, values)
-    expected = save(values)
-    assert path.read_bytes() == expected
-    assert digest == hashlib.sha256(expected).hexdigest()
+        patch.setattr(os, "writev", taking_at_most(most))
+        digests = tensorfile.write(files)
+    assert list(digests) == list(files)
+    for path, values in files.items():
+        expected = save(values)
+        assert path.read_bytes() == expected
+        assert digests[path] == hashlib.sha256(expected).hexdigest()
 
 
 def test_a_tensor_that_is_a_view_is_written_as_its_own_values(tmp_path):
@@ -77,7 +106,7 @@ def test_a_tensor_that_is_a_view_is_written_as_its_own_values(tmp_path):
         "row": base[1],
         "requires_grad": torch.ones(2, requires_grad=True),
     }
-    tensorfile.write(tmp_path / "t.safetensors", values)
+    tensorfile.write({tmp_path / "t.safetensors": values})
     assert (tmp_path / "t.safetensors").read_bytes() == save(
         {name: value.detach().contiguous() for name, value in values.items()}
     )
