@@ -2,7 +2,7 @@
 or in one clear refusal, never a traceback, a crash, a hang or a write before the refusal.
 
 The cases are drawn from a seeded generator, so a failure names a case that reruns alike:
-ZRODLO_FUZZ_CASES (default 300) sets how many, ZRODLO_FUZZ_SEED (default 0) which. Each case copies
+ZRODLO_FUZZ_CASES (default 200) sets how many, ZRODLO_FUZZ_SEED (default 0) which. Each case copies
 the artifacts a command reads into a directory of its own, mutates one file, and runs the command
 through `fork_runner.py` with a timeout. A mutation of bytes that a recorded digest covers, left
 unsealed, must be refused; a mutation sealed again (the digests recomputed, as a build with other
@@ -27,7 +27,7 @@ import pytest
 
 from zrodlo.digest import json_sha256
 
-CASES = int(os.environ.get("ZRODLO_FUZZ_CASES", "300"))
+CASES = int(os.environ.get("ZRODLO_FUZZ_CASES", "200"))
 SEED = int(os.environ.get("ZRODLO_FUZZ_SEED", "0"))
 TIMEOUT_S = 60.0
 RUNNER = Path(__file__).parent / "fork_runner.py"
