@@ -4,9 +4,11 @@ refused at open or by the verifying pass."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import mmap
+import os
 import struct
 from pathlib import Path
 
@@ -153,6 +155,58 @@ def test_a_corpus_of_many_batches_is_read_from_its_memory_map_without_a_copy(
     assert not corpus.tokens.flags.writeable and not corpus.tokens.flags.owndata
     # Every window a run reads is a view into that one map.
     assert mapping_of(corpus.tokens[corpus.offsets[250] : corpus.offsets[251]]) is mapped
+
+
+def cached_share(path: Path) -> float:
+    """The share of a file's pages in the page cache, as mincore(2) reports them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t] + [ctypes.c_int] * 3 + [ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = path.stat().st_size
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    with open(path, "rb") as handle:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, handle.fileno(), 0)
+        assert address not in (None, ctypes.c_void_p(-1).value)
+        try:
+            residency = (ctypes.c_ubyte * pages)()
+            assert libc.mincore(address, size, residency) == 0, ctypes.get_errno()
+        finally:
+            libc.munmap(address, size)
+    return sum(byte & 1 for byte in residency) / pages
+
+
+def test_preparing_and_the_background_pass_leave_the_tokens_out_of_the_page_cache(
+    tmp_path, write_documents, monkeypatch
+):
+    # The measure, checked first: a file just written is cached, and one whose pages were
+    # synced and let go is not, where the filesystem lets them go (tmpfs holds them: no test).
+    probe = tmp_path / "probe.bin"
+    with open(probe, "wb") as handle:
+        handle.write(bytes(1 << 22))
+        handle.flush()
+        assert cached_share(probe) > 0.9
+        os.fdatasync(handle.fileno())
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    if cached_share(probe) > 0.1:
+        pytest.skip(f"the filesystem of {tmp_path} keeps synced pages cached whatever the advice")
+    texts = {f"d{i}": "cab" * 20_000 for i in range(40)}  # 4.8 MB of uint16 tokens
+    documents = write_documents(tmp_path / "documents.jsonl", texts)
+    tokens = prepare(documents, "corpus", batch_characters=1 << 14) / "tokens.bin"
+    assert cached_share(tokens) < 0.05
+    # A corpus small enough to be verified as it opens stays cached for the run to read ...
+    Corpus.open(tokens.parent)
+    assert cached_share(tokens) > 0.9
+    # ... and the pass on a second thread, which a large corpus takes, drops its reads behind.
+    with open(tokens, "rb") as handle:
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    monkeypatch.setattr(corpus_module, "_VERIFY_AT_OPEN_BYTES", 0)
+    monkeypatch.setattr(corpus_module, "_VERIFY_TOKENS", 1 << 14)
+    opened = Corpus.open(tokens.parent)
+    assert opened.verified() is None
+    assert cached_share(tokens) < 0.05
+    assert opened.tokens[:4].tolist() == [1, 5, 3, 4]
 
 
 def test_open_gives_flat_tokens_and_document_offsets(documents):
