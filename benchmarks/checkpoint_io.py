@@ -29,11 +29,11 @@ import measure
 import numpy as np
 import torch
 
-from zrodlo.chacha import GENERATOR
-from zrodlo.checkpoint import Model, read_checkpoint, write_checkpoint
-from zrodlo.model import GPT, ModelConfig
-from zrodlo.output import new_directory
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.draws.chacha import GENERATOR
+from zrodlo.model.gpt import GPT, ModelConfig
+from zrodlo.storage.outputs import new_directory
+from zrodlo.training.checkpoint import Model, read_checkpoint, write_checkpoint
 
 SIZES = {
     "medium": {"d_model": 256, "layers": 6, "heads": 8, "d_ff": 1024},

@@ -21,10 +21,10 @@ from pathlib import Path
 import measure
 from prepare import generate
 
-from zrodlo.corpus import TOKENS_FILE, Corpus, prepare_corpus
-from zrodlo.digest import file_sha256
-from zrodlo.documents import read_documents
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.corpus import TOKENS_FILE, Corpus, prepare_corpus
+from zrodlo.data.documents import read_documents
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.storage.digest import file_sha256
 
 
 def main() -> None:

@@ -28,9 +28,9 @@ from pathlib import Path
 import measure
 from prepare import generate
 
-from zrodlo.corpus import prepare_corpus
-from zrodlo.documents import read_documents
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.corpus import prepare_corpus
+from zrodlo.data.documents import read_documents
+from zrodlo.data.tokenizer import CharTokenizer
 
 # The sizes of benchmarks/train.py, with micro-batches that 1, 2 and 4 processes divide.
 SIZES = {

@@ -19,13 +19,13 @@ import torch
 import torch.distributed as dist
 from train import SEED, model_config, plan_for
 
-from zrodlo.checkpoint import Model
-from zrodlo.corpus import Corpus
-from zrodlo.model import initial_weights
-from zrodlo.parallel import Ranks, join
-from zrodlo.run import check_data
-from zrodlo.tokenizer import CharTokenizer
-from zrodlo.trainer import Trainer
+from zrodlo.data.corpus import Corpus
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.model.gpt import initial_weights
+from zrodlo.training.checkpoint import Model
+from zrodlo.training.loop import check_data
+from zrodlo.training.ranks import Ranks, join
+from zrodlo.training.step import Trainer
 
 CPU = torch.device("cpu")
 

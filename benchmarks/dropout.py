@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from reference import TorchGPT, check_same_function
 
-from zrodlo.dropout import Site, StepMasks
-from zrodlo.model import GPT, ModelConfig, initial_weights
+from zrodlo.model.dropout import Site, StepMasks
+from zrodlo.model.gpt import GPT, ModelConfig, initial_weights
 
 VOCAB = 100
 SIZES = {

@@ -41,15 +41,15 @@ from dropout import mask_shapes, rate
 from reference import TorchGPT
 from train import PlainLoop
 
-from zrodlo import chacha
-from zrodlo.checkpoint import Model, read_model
-from zrodlo.corpus import Corpus
-from zrodlo.device import make_deterministic
-from zrodlo.dropout import StepMasks
-from zrodlo.model import GPT, ModelConfig, initial_weights, parameter_count
-from zrodlo.plan import RunPlan
-from zrodlo.run import check_data
-from zrodlo.trainer import Trainer
+from zrodlo.data.corpus import Corpus
+from zrodlo.draws import chacha
+from zrodlo.model.device import make_deterministic
+from zrodlo.model.dropout import StepMasks
+from zrodlo.model.gpt import GPT, ModelConfig, initial_weights, parameter_count
+from zrodlo.training.checkpoint import Model, read_model
+from zrodlo.training.loop import check_data
+from zrodlo.training.plan import RunPlan
+from zrodlo.training.step import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

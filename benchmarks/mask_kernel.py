@@ -18,8 +18,8 @@ import measure
 import torch
 from dropout import SIZES, mask_shapes, model_config, rate
 
-from zrodlo import chacha
-from zrodlo.dropout import StepMasks
+from zrodlo.draws import chacha
+from zrodlo.model.dropout import StepMasks
 
 STEP = 3
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zrodlo.model import GPT, ModelConfig
+from zrodlo.model.gpt import GPT, ModelConfig
 
 
 class Attention(nn.Module):

@@ -2,7 +2,7 @@
 20,000 steps of a tiny model: the target is a time that does not grow with the steps done.
 
 A tiny model (d_model 16, one layer) is trained for real with the library's own run loop
-(`zrodlo.run.run_updates`, the loop behind `zrodlo model train`) in three segments, 0-10, 10-1,000 and
+(`zrodlo.training.loop.run_updates`, the loop behind `zrodlo model train`) in three segments, 0-10, 10-1,000 and
 1,000-20,000, each ending in the checkpoint and run records that a run stopped there leaves; a copy
 of the run directory is kept after each. (At a few hundred steps a second, `zrodlo model train`
 would take as long and write the same files; its rate is measured and recorded alongside.)
@@ -36,14 +36,14 @@ import measure
 import numpy as np
 import torch
 
-from zrodlo.checkpoint import read_checkpoint, read_model, read_record, write_model
-from zrodlo.corpus import Corpus, prepare_corpus
-from zrodlo.model import ModelConfig, initial_weights
-from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, fresh_provenance, run_updates
-from zrodlo.runlog import RunLog
-from zrodlo.tokenizer import CharTokenizer
-from zrodlo.trainer import Trainer
+from zrodlo.data.corpus import Corpus, prepare_corpus
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.model.gpt import ModelConfig, initial_weights
+from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record, write_model
+from zrodlo.training.loop import check_data, fresh_provenance, run_updates
+from zrodlo.training.plan import RunPlan
+from zrodlo.training.records import RunLog
+from zrodlo.training.step import Trainer
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 ALPHABET = np.array(list("abcdefghijklmnopqrstuvwxyz ,.;:!?'\n"))
@@ -52,7 +52,7 @@ CONTEXT, BATCH = 32, 8
 TINY = {"d_model": 16, "layers": 1, "heads": 2, "d_ff": 64, "positions": CONTEXT}
 CPU = torch.device("cpu")
 # What `zrodlo checkpoint resume` imports before its first step; its start-up floor.
-IMPORTS = "import torch, stages.cli, stages.resume, stages.progress, zrodlo.run, zrodlo.trainer"
+IMPORTS = "import torch, zrodlo.stages.cli, zrodlo.stages.resume, zrodlo.stages.progress, zrodlo.training.loop, zrodlo.training.step"
 
 
 def prepare(work: Path) -> tuple[Path, Path]:
@@ -94,7 +94,7 @@ def plan(steps: int, **writes) -> RunPlan:
 
 
 def build_runs(corpus_dir: Path, model_dir: Path, work: Path, stops: list[int]) -> dict:
-    """Train through every stop with zrodlo.run.run_updates, keeping a copy of the run at each stop."""
+    """Train through every stop with zrodlo.training.loop.run_updates, keeping a copy of the run at each stop."""
     model, corpus = read_model(model_dir), Corpus.open(corpus_dir)
     table = check_data(corpus, model, CONTEXT)
     trainer = Trainer.start(plan(stops[-1]), model, corpus.tokens, table, CPU)
@@ -260,7 +260,7 @@ def main() -> None:
             "device": "cpu",
         },
         "build": {
-            "method": "zrodlo.run.run_updates in-process, one trainer, segments ending at each stop",
+            "method": "zrodlo.training.loop.run_updates in-process, one trainer, segments ending at each stop",
             **build,
             "zrodlo_model_train_rate": rate,
         },

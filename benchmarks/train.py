@@ -40,15 +40,15 @@ import torch.nn.functional as F
 from checkpoint_io import against_raw
 from reference import TorchGPT
 
-from zrodlo.chacha import GENERATOR
-from zrodlo.checkpoint import Model, write_checkpoint, write_model
-from zrodlo.corpus import Corpus, prepare_corpus
-from zrodlo.model import GPT, ModelConfig, initial_weights
-from zrodlo.output import new_directory
-from zrodlo.plan import RunPlan
-from zrodlo.run import check_data, environment, fresh_provenance
-from zrodlo.tokenizer import CharTokenizer
-from zrodlo.trainer import Trainer
+from zrodlo.data.corpus import Corpus, prepare_corpus
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.draws.chacha import GENERATOR
+from zrodlo.model.gpt import GPT, ModelConfig, initial_weights
+from zrodlo.storage.outputs import new_directory
+from zrodlo.training.checkpoint import Model, write_checkpoint, write_model
+from zrodlo.training.loop import check_data, environment, fresh_provenance
+from zrodlo.training.plan import RunPlan
+from zrodlo.training.step import Trainer
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 ALPHABET = np.array([chr(c) for c in range(32, 127)] + ["\n", "é"])  # 97 characters

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.digest import write_json
-from zrodlo.documents import read_documents
-from zrodlo.output import check_new_file, new_file
-from zrodlo.pools import assign_pools
+from zrodlo.data.documents import read_documents
+from zrodlo.data.pools import assign_pools
+from zrodlo.storage.digest import write_json
+from zrodlo.storage.outputs import check_new_file, new_file
 
 EXAMPLE = (
     "Example: zrodlo documents assign --documents data/documents.jsonl --output "

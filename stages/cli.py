@@ -8,8 +8,7 @@ import time
 import warnings
 
 import typer
-
-from stages import (
+from zrodlo.stages import (
     assign,
     diff,
     documents,
@@ -24,7 +23,8 @@ from stages import (
     tokenizer,
     train,
 )
-from zrodlo.refusal import (
+
+from zrodlo.storage.refusal import (
     LOST_CONTACT_STATUS,
     QUIET_ON_LOST_CONTACT,
     LostContact,

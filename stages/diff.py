@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.digest import json_text
-from zrodlo.output import check_replaceable, replace_file
-from zrodlo.refusal import Refusal
-from zrodlo.runlog import LEDGER_FILE, compare_ledgers, read_ledger
+from zrodlo.storage.digest import json_text
+from zrodlo.storage.outputs import check_replaceable, replace_file
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.records import LEDGER_FILE, compare_ledgers, read_ledger
 
 EXAMPLE = "Example: zrodlo checkpoint diff run resumed --output reports/resume.json"
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.output import new_file
-from zrodlo.sources import (
+from zrodlo.data.sources import (
     DEFAULT_PACKAGE_FOLDER,
     DEFAULT_TORCH,
     source_documents,
     write_default_documents,
     write_documents,
 )
+from zrodlo.storage.outputs import new_file
 
 TORCH_DOCS_EXAMPLE = "Example: zrodlo documents torch-docs --output data/documents.jsonl"
 IMPORT_EXAMPLE = "Example: zrodlo documents import --source my_texts/ --output data/documents.jsonl"

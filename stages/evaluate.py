@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
-from stages import options
+from zrodlo.stages import options
 
 EXAMPLE = (
     "Example: zrodlo model evaluate --model run/step-1000 --corpus corpus/validation --corpus "
@@ -40,9 +39,9 @@ def evaluate(
     from rich.console import Console
     from rich.table import Table
 
-    from zrodlo.digest import json_text
-    from zrodlo.output import check_replaceable, replace_file
-    from zrodlo.scoring import evaluate as score_corpora
+    from zrodlo.evaluation.evaluate import evaluate as score_corpora
+    from zrodlo.storage.digest import json_text
+    from zrodlo.storage.outputs import check_replaceable, replace_file
 
     if output is not None:
         check_replaceable(output)

@@ -20,7 +20,7 @@ def export(
     config.json, model.safetensors and a tokenizer whose ids are Zrodlo's, loaded offline by
     AutoModelForCausalLM and AutoTokenizer.from_pretrained."""
     # Imported here, not at the top: `zrodlo --help` then starts without torch.
-    from zrodlo.export import export as export_model
+    from zrodlo.evaluation.export import export as export_model
 
     written = export_model(model, output)
     typer.echo(

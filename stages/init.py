@@ -35,11 +35,11 @@ def init(
 ) -> None:
     """Write config.json, tokenizer.json and model.safetensors with weights drawn from --seed."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.chacha import check_seed
-    from zrodlo.checkpoint import write_model
-    from zrodlo.model import ModelConfig, initial_weights, parameter_count
-    from zrodlo.output import check_new_directory, new_directory
-    from zrodlo.tokenizer import CharTokenizer
+    from zrodlo.data.tokenizer import CharTokenizer
+    from zrodlo.draws.chacha import check_seed
+    from zrodlo.model.gpt import ModelConfig, initial_weights, parameter_count
+    from zrodlo.storage.outputs import check_new_directory, new_directory
+    from zrodlo.training.checkpoint import write_model
 
     check_new_directory(output)
     fitted = CharTokenizer.load(tokenizer)

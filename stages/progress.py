@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from zrodlo.runlog import StepRecord
+from zrodlo.training.records import StepRecord
 
 
 def describe(record: StepRecord) -> str:

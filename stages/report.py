@@ -43,7 +43,7 @@ def report(
 ) -> None:
     """Write report.md (data, model, training, scores, a sample) and the charts of a run."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.report import write_run_report
+    from zrodlo.evaluation.report import write_run_report
 
     written = write_run_report(
         run, metrics, corpora, model, output, sample_seed, sample_prompt, sample_tokens,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
-from stages import options
+from zrodlo.stages import options
 
 EXAMPLE = (
     "Example: zrodlo checkpoint resume --checkpoint run/step-900 --corpus corpus/train "
@@ -35,8 +34,9 @@ def resume(
     """Continue a checkpoint with its own optimizer state and data position, on any number of
     processes that divides a step's micro-batches."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from stages.progress import step_display
-    from zrodlo.training import Compute, resume
+    from zrodlo.stages.progress import step_display
+
+    from zrodlo.training.runs import Compute, resume
 
     compute = Compute(device, ordinal, processes)
     written = resume(

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
-from stages import options
+from zrodlo.stages import options
 
 EXAMPLE = (
     "Example: zrodlo model sample --model run/step-1000 --prompt 'The ' --tokens 300 "
@@ -30,7 +29,7 @@ def sample(
 ) -> None:
     """Continue a prompt with text drawn from the model."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.sample import sample as sample_model
+    from zrodlo.evaluation.sample import sample as sample_model
 
     text = sample_model(model, prompt, tokens, temperature, top_k, seed, device, ordinal)
     typer.echo(prompt + text)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.digest import write_json
-from zrodlo.output import new_directory
-from zrodlo.pools import split_documents
+from zrodlo.data.pools import split_documents
+from zrodlo.storage.digest import write_json
+from zrodlo.storage.outputs import new_directory
 
 EXAMPLE = (
     "Example: zrodlo documents split --documents data/documents.jsonl --splits data/splits.json"

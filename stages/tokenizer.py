@@ -6,10 +6,10 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.documents import read_documents
-from zrodlo.output import new_directory
-from zrodlo.refusal import Refusal
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.documents import read_documents
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.storage.outputs import new_directory
+from zrodlo.storage.refusal import Refusal
 
 EXAMPLE = "Example: zrodlo tokenizer fit --documents pools/train.jsonl --output tokenizer"
 

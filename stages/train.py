@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
-from stages import options
+from zrodlo.stages import options
 
 EXAMPLE = (
     "Example: zrodlo model train --model model --corpus corpus/train --output run --steps 1000 "
@@ -106,9 +105,10 @@ def train_command(
     Under torchrun, or with --processes, each process computes a share of every step, and the run
     is the one-process run to the bit."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from stages.progress import step_display
-    from zrodlo.plan import RunPlan
-    from zrodlo.training import Compute, train
+    from zrodlo.stages.progress import step_display
+
+    from zrodlo.training.plan import RunPlan
+    from zrodlo.training.runs import Compute, train
 
     plan = RunPlan(
         steps=steps,

@@ -167,13 +167,13 @@ def training_data(tmp_path_factory: pytest.TempPathFactory) -> TrainingData:
 def assert_refused_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> Callable[..., None]:
-    """`assert_refused` without a new process: `stages.cli.main`, the console script's entry, runs
+    """`assert_refused` without a new process: `zrodlo.stages.cli.main`, the console script's entry, runs
     here, so torch is imported once for all the refusals of a test session.
 
     It checks the same: the sentence, exit 1, no stdout, nothing written under tmp_path, nor under
     the directories passed as `also`.
     """
-    from stages.cli import main
+    from zrodlo.stages.cli import main
 
     def check(*args: object, sentence: str, also: Iterable[Path] = ()) -> None:
         roots = [tmp_path, *also]
@@ -195,7 +195,7 @@ def assert_refused_in_process(
 
 def _small_plan(**changes: object):
     """A RunPlan for the tiny corpus of `training_data` (8 windows at context 9), with changes."""
-    from zrodlo.plan import RunPlan
+    from zrodlo.training.plan import RunPlan
 
     values: dict[str, object] = {
         "steps": 3,

@@ -1,7 +1,7 @@
 """Runs `zrodlo` commands for the fuzz test, one forked child a command, torch imported only once.
 
 Each line on stdin is a JSON case {"args": [...], "cwd": "...", "timeout": seconds}. The runner forks,
-and the child runs the console script's entry (`stages.cli.main`) in `cwd` with its stdout and
+and the child runs the console script's entry (`zrodlo.stages.cli.main`) in `cwd` with its stdout and
 stderr sent to files; the parent kills a child that outlives its timeout. Each case answers one JSON
 line on stdout: {"ended": "exit" | "signal" | "timeout", "code": n, "stdout": ..., "stderr": ...}.
 
@@ -21,8 +21,7 @@ import tempfile
 import time
 
 import torch
-
-from stages.cli import main
+from zrodlo.stages.cli import main
 
 
 def run_child(args: list[str], cwd: str, out: int, err: int) -> None:

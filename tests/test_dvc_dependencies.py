@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from stages.cli import app
+from zrodlo.stages.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"zrodlo": ROOT / "src" / "zrodlo", "stages": ROOT / "stages"}
+# The package's folders: the command line installs as zrodlo.stages from stages/.
+PACKAGES = {"zrodlo.stages": ROOT / "stages", "zrodlo": ROOT / "src" / "zrodlo"}
 
 
 def command_module(words: list[str]) -> str:
@@ -31,15 +31,16 @@ def command_module(words: list[str]) -> str:
 
 def module_file(module: str) -> Path | None:
     """The file of a module of this project, or None for any other module."""
-    package, _, rest = module.partition(".")
-    if package not in PACKAGES:
+    package = next((p for p in PACKAGES if module == p or module.startswith(p + ".")), None)
+    if package is None:
         return None
+    rest = module[len(package) + 1 :]
     path = PACKAGES[package].joinpath(*rest.split(".")) if rest else PACKAGES[package]
     return path.with_suffix(".py") if path.with_suffix(".py").is_file() else path / "__init__.py"
 
 
 def imported_modules(file: Path) -> set[str]:
-    """The project modules a file imports anywhere in it (`from stages import options` included)."""
+    """The project modules a file imports anywhere in it (`from zrodlo.stages import options` included)."""
     found = set()
     for node in ast.walk(ast.parse(file.read_text(), str(file))):
         if isinstance(node, ast.Import):
@@ -61,12 +62,16 @@ def code_of(module: str) -> set[str]:
         seen.add(name)
         pending.extend(imported_modules(module_file(name)))
     files = {module_file(name) for name in seen}
-    # A package's __init__ that holds only its docstring and version runs no code of a stage.
-    return {
-        path.relative_to(ROOT).as_posix()
-        for path in files
-        if path.name != "__init__.py" or "import" in path.read_text()
-    }
+    # A package's __init__ that holds only its docstring (and version) runs no code of a stage.
+    return {path.relative_to(ROOT).as_posix() for path in files if not is_only_words(path)}
+
+
+def is_only_words(path: Path) -> bool:
+    """Whether a package's __init__ holds nothing but its docstring and constants."""
+    if path.name != "__init__.py":
+        return False
+    body = ast.parse(path.read_text()).body
+    return all(isinstance(node, ast.Expr | ast.Assign) for node in body)
 
 
 def stages() -> dict[str, dict]:

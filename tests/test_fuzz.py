@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from zrodlo.digest import json_sha256
+from zrodlo.storage.digest import json_sha256
 
 CASES = int(os.environ.get("ZRODLO_FUZZ_CASES", "200"))
 SEED = int(os.environ.get("ZRODLO_FUZZ_SEED", "0"))

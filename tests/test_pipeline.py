@@ -178,10 +178,10 @@ def test_editing_the_validation_share_reruns_splits_and_what_follows(repo_copy):
     [
         ("stages/split.py", {"split"}),
         (
-            "src/zrodlo/tokenizer.py",
+            "src/zrodlo/data/tokenizer.py",
             {"tokenizer", "prepare@train", "prepare@validation", "prepare@test"},
         ),
-        ("src/zrodlo/pools.py", {"splits", "split"}),
+        ("src/zrodlo/data/pools.py", {"splits", "split"}),
     ],
 )
 def test_editing_a_stages_code_marks_that_stage_changed(repo_copy, code, stages):

@@ -1,7 +1,7 @@
 """The Python API: the pipeline's commands as functions over paths, for notebooks and scripts.
 
 Each does what its command does, with the same checks and the same refusals (raised as
-`zrodlo.refusal.Refusal`, whose `sentence` is what the command prints after `Error: `):
+`zrodlo.storage.refusal.Refusal`, whose `sentence` is what the command prints after `Error: `):
 
     from pathlib import Path
     from zrodlo.api import RunPlan, evaluate, export, prepare, resume, sample, train
@@ -17,11 +17,11 @@ Each does what its command does, with the same checks and the same refusals (rai
     export(Path("my-run/step-200"), Path("exported"))
 """
 
-from zrodlo.corpus import prepare
-from zrodlo.export import export
-from zrodlo.plan import RunPlan
-from zrodlo.sample import sample
-from zrodlo.scoring import evaluate
-from zrodlo.training import Compute, resume, train
+from zrodlo.data.corpus import prepare
+from zrodlo.evaluation.evaluate import evaluate
+from zrodlo.evaluation.export import export
+from zrodlo.evaluation.sample import sample
+from zrodlo.training.plan import RunPlan
+from zrodlo.training.runs import Compute, resume, train
 
 __all__ = ["Compute", "RunPlan", "evaluate", "export", "prepare", "resume", "sample", "train"]

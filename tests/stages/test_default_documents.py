@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from zrodlo.documents import read_documents
-from zrodlo.sources import DEFAULT_DOCUMENTS_SHA256, DEFAULT_PACKAGE_FOLDER, DEFAULT_TORCH
+from zrodlo.data.documents import read_documents
+from zrodlo.data.sources import DEFAULT_DOCUMENTS_SHA256, DEFAULT_PACKAGE_FOLDER, DEFAULT_TORCH
 
 ROOT = Path(__file__).resolve().parents[2]
 ZRODLO = Path(sys.executable).parent / "zrodlo"

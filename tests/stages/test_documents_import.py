@@ -9,7 +9,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from zrodlo.documents import read_documents
+from zrodlo.data.documents import read_documents
 
 
 def import_args(source: Path, output: Path, *extra: object) -> list[object]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from zrodlo.checkpoint import read_checkpoint
+from zrodlo.training.checkpoint import read_checkpoint
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 NO_MOUNT = "mounting a tmpfs or a read-only bind needs root with CAP_SYS_ADMIN, not given here"

@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 from safetensors import safe_open
 
-from zrodlo.checkpoint import MODEL_FILES, read_model
-from zrodlo.corpus import Corpus
-from zrodlo.model import GPT
-from zrodlo.tokenizer import CharTokenizer
-from zrodlo.windows import build_windows, collate
+from zrodlo.data.corpus import Corpus
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.windows import build_windows, collate
+from zrodlo.model.gpt import GPT
+from zrodlo.training.checkpoint import MODEL_FILES, read_model
 
 transformers = pytest.importorskip("transformers")  # the hf extra, which the test extra includes
 

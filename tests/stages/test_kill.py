@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from zrodlo.checkpoint import read_checkpoint, read_model
-from zrodlo.corpus import Corpus
-from zrodlo.run import check_data, fresh_provenance, run_updates
-from zrodlo.trainer import Trainer
+from zrodlo.data.corpus import Corpus
+from zrodlo.training.checkpoint import read_checkpoint, read_model
+from zrodlo.training.loop import check_data, fresh_provenance, run_updates
+from zrodlo.training.step import Trainer
 
 FULL = os.environ.get("ZRODLO_FULL_TESTS") == "1"
 SCENARIOS = 20 if FULL else 3

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from zrodlo.checkpoint import read_model, write_model
-from zrodlo.digest import json_sha256
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.storage.digest import json_sha256
+from zrodlo.training.checkpoint import read_model, write_model
 
 
 @pytest.mark.parametrize("command", ["sample", "report"])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from zrodlo.checkpoint import read_checkpoint
+from zrodlo.training.checkpoint import read_checkpoint
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 TORCHRUN = Path(sys.executable).parent / "torchrun"

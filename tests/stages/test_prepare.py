@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.ipc as ipc
 import pytest
 
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import CharTokenizer
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
-from zrodlo.chacha import GENERATOR
-from zrodlo.digest import json_sha256
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.draws.chacha import GENERATOR
+from zrodlo.storage.digest import json_sha256
 
 STATE_FILES = ("model.safetensors", "optimizer.safetensors")
 CHECKPOINT_FILES = ("config.json", "tokenizer.json", "model.json", *STATE_FILES, "trainer.json")

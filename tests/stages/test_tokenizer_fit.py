@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from zrodlo.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import CharTokenizer
 
 
 def fit_args(root, output=None, documents=None):

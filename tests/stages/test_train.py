@@ -20,16 +20,16 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from zrodlo.chacha import GENERATOR
-from zrodlo.checkpoint import read_checkpoint, read_model, read_record, write_model
-from zrodlo.corpus import Corpus
-from zrodlo.digest import file_sha256, json_sha256
-from zrodlo.evaluate import score
-from zrodlo.model import GPT, initial_weights
-from zrodlo.schedule import Schedule
-from zrodlo.tokenizer import CharTokenizer
-from zrodlo.trainer import windows_digest
-from zrodlo.windows import build_windows, window_order
+from zrodlo.data.corpus import Corpus
+from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.windows import build_windows, window_order
+from zrodlo.draws.chacha import GENERATOR
+from zrodlo.model.gpt import GPT, initial_weights
+from zrodlo.storage.digest import file_sha256, json_sha256
+from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record, write_model
+from zrodlo.training.schedule import Schedule
+from zrodlo.training.score import score
+from zrodlo.training.step import windows_digest
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 # One torch thread: on a busy machine with few cores, OpenMP threads waiting for each other make a

@@ -1,0 +1,476 @@
+"""A prepared corpus: documents encoded by one tokenizer, stored to be memory-mapped, with digests.
+
+A corpus directory holds three files:
+- `tokens.bin`: every document's tokens (BOS c1..cn EOS) one after another, little-endian uint16
+  when the vocabulary fits in 16 bits and uint32 otherwise, read straight from a memory map;
+- `documents.arrow`: Arrow IPC, one row per document in the same order: its id and token count;
+- `corpus.json`: the tokenizer digest, the corpus digest, the counts, the token type, the largest
+  token, the sha256 of the source, of tokens.bin and of documents.arrow, and the sha256 of its own
+  canonical content (`manifest_sha256`).
+
+Preparation streams the documents in bounded batches, read, checked and encoded with array
+operations in a child process (`zrodlo.data.encoding`), while this process writes and hashes them.
+Opening a corpus trusts no recorded digest: corpus.json is checked against its own digest and
+documents.arrow against its sha256; tokens.bin, the corpus digest and the largest token are checked
+by one pass that reads the file, not the map, a buffer at a time. A corpus of up to 32 MiB of
+tokens takes that pass as it opens, so it is refused before anything else happens; a larger one
+takes it on a second thread (`Corpus.verify`), so that opening costs what the document list costs
+whatever the size of the tokens. A run steps while that pass goes on, writes no record or
+checkpoint until it has passed (`zrodlo.training.loop`), and refuses a token outside its vocabulary in any
+batch it reads. Preparation's writes and the second thread's reads drop their pages from the page
+cache behind them (`_drop_behind`), so that a corpus of any size passes through the cache without
+filling it.
+
+The corpus digest is taken over content only, in this canonical byte form, document after document:
+the id's UTF-8 length (u64 LE), the id's bytes, the token count (u64 LE) and the tokens (u32 LE each),
+after the prefix `zrodlo-corpus-v1`. The same content has the same digest whatever the file's
+layout, token width or path: it is the digest corpora of the earlier Arrow layout recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import mmap
+import os
+import struct
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from zrodlo.data.encoding import encoded_batches
+from zrodlo.data.tokenizer import UNK, CharTokenizer
+from zrodlo.storage import jsonfile
+from zrodlo.storage.digest import file_sha256, json_sha256, write_json
+from zrodlo.storage.outputs import check_new_directory, new_directory
+from zrodlo.storage.refusal import Refusal
+
+# 2: corpus.json carries manifest_sha256, the digest of its own content.
+# 3: tokens.bin (uint16 or uint32, memory-mapped) and documents.arrow replace tokens.arrow.
+FORMAT_VERSION = 3
+TOKENS_FILE = "tokens.bin"
+DOCUMENTS_FILE = "documents.arrow"
+MANIFEST_FILE = "corpus.json"
+DOCUMENTS_SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.int64())])
+_DIGEST_PREFIX = b"zrodlo-corpus-v1"
+_BATCH_CHARACTERS = 1 << 22
+_VERIFY_TOKENS = 1 << 22  # tokens a verifying pass reads at a time
+# A corpus up to this size is verified as it is opened (about 0.1 s here); a larger one on a
+# second thread while the run steps (`Corpus.verify`), so that opening costs the same at any size.
+_VERIFY_AT_OPEN_BYTES = 1 << 25
+
+
+def token_type(vocab_size: int) -> str:
+    """The narrowest little-endian unsigned type that holds every token of the vocabulary."""
+    return "uint16" if vocab_size <= 1 << 16 else "uint32"
+
+
+class ContentDigest:
+    """The running corpus digest over (id, tokens) pairs in the canonical byte form."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256(_DIGEST_PREFIX)
+
+    def update(self, ids: list[str], tokens: np.ndarray, offsets: np.ndarray) -> None:
+        """Add documents: ids (k,), their tokens flat (N,), offsets (k+1,) into tokens."""
+        data = canonical_tokens(tokens)
+        for i, doc_id in enumerate(ids):
+            start, end = int(offsets[i]), int(offsets[i + 1])
+            self.begin(doc_id, end - start)
+            self.add(data[start:end])
+
+    def begin(self, doc_id: str, count: int) -> None:
+        """Start a document of `count` tokens; `add` then gives its tokens, in one piece or more."""
+        encoded = doc_id.encode("utf-8")
+        self._hash.update(struct.pack("<Q", len(encoded)) + encoded + struct.pack("<Q", count))
+
+    def add(self, canonical: np.ndarray) -> None:
+        """Tokens of the current document in canonical form (`canonical_tokens`)."""
+        self._hash.update(canonical.data)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def canonical_tokens(tokens: np.ndarray) -> np.ndarray:
+    """Tokens as the corpus digest reads them: u32 little-endian (a view where they already are)."""
+    return np.ascontiguousarray(tokens).astype("<u4", copy=False)
+
+
+def prepare(documents: Path, tokenizer: Path, output: Path) -> dict:
+    """Encode a documents file with the tokenizer (or model) directory `tokenizer` into the new
+    corpus directory `output`; return its manifest, as corpus.json records it."""
+    check_new_directory(output)
+    fitted = CharTokenizer.load(tokenizer)
+    with new_directory(output) as partial:
+        return prepare_corpus(documents, fitted, partial)
+
+
+def _write_through(sink: BinaryIO, tokens: np.ndarray) -> None:
+    """Write a batch, wait for the disk to hold it, and drop what is written behind
+    (`_drop_behind`): the disk writes while the next batch is encoded, instead of all at once in
+    the sync that closes the corpus."""
+    sink.write(tokens.data)
+    sink.flush()
+    os.fdatasync(sink.fileno())
+    _drop_behind(sink, sink.tell())
+
+
+def _drop_behind(handle: BinaryIO, end: int) -> None:
+    """Let a file's first `end` bytes, written to disk or read, go from the page cache.
+
+    A pass over a whole corpus (preparation's writes, the verifying pass's reads) uses each byte
+    once; dropping its pages behind it leaves the page cache as it was whatever the corpus's
+    size, and the next buffer goes into pages just freed. Growing the cache instead costs the
+    kernel several times the copy itself where memory is lent by a host that takes idle pages back
+    (on a two-core virtual machine: 7 to 12 s of system time to write 3.5 GB, against 1.3 to 1.6 s
+    dropped behind). The kernel keeps some pages it was just done with, so each call asks again
+    for everything from the start; pages already gone cost nothing. A run's windows are then read
+    from disk once and stay cached from there."""
+    if end > 0 and hasattr(os, "posix_fadvise"):  # Linux; elsewhere the pages stay cached
+        os.posix_fadvise(handle.fileno(), 0, end, os.POSIX_FADV_DONTNEED)
+
+
+def prepare_corpus(
+    documents: Path,
+    tokenizer: CharTokenizer,
+    output: Path,
+    batch_characters: int = _BATCH_CHARACTERS,
+) -> dict:
+    """Encode a documents file into the directory `output`; return the manifest written there.
+
+    A child process reads, checks and encodes the documents (`zrodlo.data.encoding`); this process
+    writes and hashes what it sends, on threads that release the GIL: the source file's digest,
+    each batch's content digest and the digest of its stored bytes, and the write of those bytes,
+    which waits on the disk once the page cache is full of them. At most one batch is still being
+    written and hashed while the next arrives, so memory stays bounded by a few batches whatever
+    the input size.
+    """
+    dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
+    content, tokens_hash = ContentDigest(), hashlib.sha256()
+    count = characters = unknown = largest = 0
+    with (
+        # Closed on the way out, however it goes: no child outlives the preparation.
+        contextlib.closing(
+            encoded_batches(documents, tokenizer, dtype, batch_characters)
+        ) as batches,
+        ThreadPoolExecutor(max_workers=2) as hashing,
+        ThreadPoolExecutor(max_workers=1) as writing,
+    ):
+        source_digest = hashing.submit(file_sha256, documents)
+        pending: list[Future] = []
+        previous = None
+        with (
+            open(output / TOKENS_FILE, "wb") as sink,
+            pa.OSFile(str(output / DOCUMENTS_FILE), "wb") as listing,
+            ipc.new_file(listing, DOCUMENTS_SCHEMA) as writer,
+        ):
+            for batch in batches:
+                ids, tokens, sizes = batch.ids, batch.tokens, batch.sizes
+                offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+                np.cumsum(sizes, out=offsets[1:])
+                columns = [pa.array(ids, pa.string()), pa.array(sizes, pa.int64())]
+                writer.write_batch(pa.record_batch(columns, DOCUMENTS_SCHEMA))
+                for done in pending:  # the batch before: its bytes written and hashed, in order
+                    done.result()
+                if previous is not None:
+                    previous.done()
+                count += len(ids)
+                characters += len(tokens) - 2 * len(ids)
+                unknown += int(np.count_nonzero(tokens == UNK))
+                largest = max(largest, int(tokens.max()))
+                pending = [
+                    writing.submit(_write_through, sink, tokens),
+                    hashing.submit(content.update, ids, tokens, offsets),
+                    hashing.submit(tokens_hash.update, tokens.data),
+                ]
+                previous = batch
+            for done in pending:
+                done.result()
+    if count == 0:
+        raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "tokenizer_digest": tokenizer.digest,
+        "corpus_digest": content.hexdigest(),
+        "documents": count,
+        "characters": characters,
+        "tokens": characters + 2 * count,
+        "targets": characters + count,
+        "unknown_tokens": unknown,
+        "unknown_rate": unknown / characters,
+        "token_type": token_type(tokenizer.vocab_size),
+        "largest_token": largest,
+        "source": {"path": str(documents), "sha256": source_digest.result()},
+        "tokens_sha256": tokens_hash.hexdigest(),
+        "documents_sha256": file_sha256(output / DOCUMENTS_FILE),
+    }
+    manifest["manifest_sha256"] = json_sha256(manifest)
+    write_json(output / MANIFEST_FILE, manifest)
+    return manifest
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """An opened corpus: `tokens` (N,) uint16 or uint32, all documents one after another, a
+    read-only view of the memory-mapped tokens.bin; `offsets` (D+1,) int64 document boundaries."""
+
+    path: Path
+    manifest: dict
+    tokens: np.ndarray
+    offsets: np.ndarray
+    _verifying: list[Future] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def digest(self) -> str:
+        return self.manifest["corpus_digest"]
+
+    @property
+    def tokenizer_digest(self) -> str:
+        return self.manifest["tokenizer_digest"]
+
+    @classmethod
+    def open(cls, path: Path) -> Corpus:
+        """Open a corpus directory: its manifest and document list checked, its tokens mapped."""
+        manifest_file = path / MANIFEST_FILE
+        if not manifest_file.is_file():
+            raise Refusal(
+                f"{path} holds no {MANIFEST_FILE}; a corpus is written by zrodlo corpus prepare"
+            )
+        manifest = _read_manifest(manifest_file)
+        offsets = _read_documents(path, manifest)
+        corpus = cls(path, manifest, _map_tokens(path, manifest), offsets)
+        if corpus.tokens.nbytes <= _VERIFY_AT_OPEN_BYTES:
+            # Costs less than a step: refused before anything; the run then reads it cached.
+            _verify(path, manifest, offsets, drop_behind=False)
+            corpus._verifying.append(_passed())
+        return corpus
+
+    def verify(self) -> Future:
+        """Start, once, the pass that checks tokens.bin against the sha256, corpus digest and
+        largest token corpus.json records; its result is None, or it raises the Refusal."""
+        if not self._verifying:
+            verifying = _in_background(_verify, self.path, self.manifest, self.offsets, True)
+            self._verifying.append(verifying)
+        return self._verifying[0]
+
+    def verified(self) -> None:
+        """Wait for the verifying pass (starting it if need be); raise its Refusal if it failed."""
+        self.verify().result()
+
+
+def release_pages(tokens: np.ndarray) -> None:
+    """Give back the pages of a memory-mapped token array this process has read (other arrays
+    are left alone). They stay in the page cache, so a scan of a corpus larger than memory holds
+    only the pages of its current batch, and reading them again costs a minor fault."""
+    mapped = mapping_of(tokens)
+    if mapped is not None:
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
+def mapping_of(tokens: np.ndarray) -> mmap.mmap | None:
+    """The memory map an array is a view of, through views and buffers, or None."""
+    base: object = tokens
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return base
+
+
+def _passed() -> Future:
+    future: Future = Future()
+    future.set_result(None)
+    return future
+
+
+def _in_background(work: Callable[..., None], *args: object) -> Future:
+    """`work(*args)` on a daemon thread: a process that ends early does not wait for it."""
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work(*args))
+        except BaseException as error:  # handed to whoever waits on the future
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="corpus-verify", daemon=True).start()
+    return future
+
+
+def _map_tokens(path: Path, manifest: dict) -> np.ndarray:
+    tokens_file = path / TOKENS_FILE
+    if not tokens_file.is_file():
+        raise Refusal(f"{path} holds no {TOKENS_FILE}; prepare the corpus again")
+    dtype = np.dtype(manifest["token_type"]).newbyteorder("<")
+    size, expected = tokens_file.stat().st_size, manifest["tokens"] * dtype.itemsize
+    if size != expected:
+        raise Refusal(
+            f"{tokens_file} holds {size:,} bytes, and {path / MANIFEST_FILE} records "
+            f"{manifest['tokens']:,} tokens of {dtype.itemsize} bytes; the corpus was changed "
+            "after it was prepared"
+        )
+    if size == 0:  # an empty file cannot be mapped
+        return np.zeros(0, dtype=dtype)
+    with open(tokens_file, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(mapped, dtype=dtype)
+
+
+def _read_documents(path: Path, manifest: dict) -> np.ndarray:
+    """The (D+1,) int64 offsets of the documents, from documents.arrow checked against its sha256."""
+    documents_file, manifest_file = path / DOCUMENTS_FILE, path / MANIFEST_FILE
+    if not documents_file.is_file():
+        raise Refusal(f"{path} holds no {DOCUMENTS_FILE}; prepare the corpus again")
+    actual = file_sha256(documents_file)
+    if actual != manifest["documents_sha256"]:
+        raise Refusal(
+            f"{documents_file} has sha256 {actual}, and {manifest_file} records "
+            f"{manifest['documents_sha256']}; the corpus was changed after it was prepared"
+        )
+    table = _read_listing(documents_file, columns=["tokens"])
+    lengths = table.column("tokens").to_numpy()
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(lengths) != manifest["documents"] or offsets[-1] != manifest["tokens"]:
+        raise Refusal(
+            f"{documents_file} lists {len(lengths)} documents of {int(offsets[-1])} tokens, and "
+            f"{manifest_file} records {manifest['documents']} and {manifest['tokens']}"
+        )
+    if len(lengths) and lengths.min() < 2:
+        raise Refusal(
+            f"{documents_file} lists a document of {int(lengths.min())} tokens; every document "
+            "holds at least BOS and EOS"
+        )
+    return offsets
+
+
+def _read_listing(documents_file: Path, columns: list[str]) -> pa.Table:
+    try:
+        table = ipc.open_file(pa.memory_map(str(documents_file))).read_all()
+    except (pa.ArrowException, OSError) as error:
+        raise Refusal(f"{documents_file} does not load as Arrow IPC: {error}") from None
+    if table.schema != DOCUMENTS_SCHEMA or table.column("tokens").null_count:
+        raise Refusal(f"{documents_file} does not hold the columns id and tokens of a corpus")
+    return table.select(columns)
+
+
+def _verify(path: Path, manifest: dict, offsets: np.ndarray, drop_behind: bool) -> None:
+    """One pass over tokens.bin, a buffer at a time: its sha256, the corpus digest and the largest
+    token, each against corpus.json; a Refusal names the first that differs. With `drop_behind`
+    the pages read leave the page cache as the pass goes; without, they stay for the run to read."""
+    tokens_file, manifest_file = path / TOKENS_FILE, path / MANIFEST_FILE
+    ids = _read_listing(path / DOCUMENTS_FILE, columns=["id"]).column("id").to_pylist()
+    lengths = np.diff(offsets).tolist()
+    dtype = np.dtype(manifest["token_type"]).newbyteorder("<")
+    file_hash, content = hashlib.sha256(), ContentDigest()
+    largest, document, remaining = 0, 0, 0  # remaining: tokens of `document` still to come
+    buffer = np.empty(_VERIFY_TOKENS, dtype)  # (T,) as stored, filled again for each read
+    wide = np.empty(_VERIFY_TOKENS, "<u4")  # (T,) the same in canonical form
+    start = 0  # where the buffer being read starts in the file
+    with open(tokens_file, "rb") as handle:
+        while size := handle.readinto(memoryview(buffer).cast("B")):
+            if drop_behind:
+                _drop_behind(handle, start)
+            start += size
+            read = buffer[: size // dtype.itemsize]
+            file_hash.update(read.data)
+            largest = max(largest, int(read.max()))
+            if read.dtype == wide.dtype:
+                canonical = read
+            else:
+                canonical = wide[: len(read)]
+                np.copyto(canonical, read)
+            at = 0
+            while at < len(canonical):
+                if remaining == 0:  # a document starts here (the file holds no empty ones)
+                    content.begin(ids[document], lengths[document])
+                    remaining = lengths[document]
+                    document += 1
+                taken = min(remaining, len(canonical) - at)
+                content.add(canonical[at : at + taken])
+                at, remaining = at + taken, remaining - taken
+        if drop_behind:
+            _drop_behind(handle, start)
+    if file_hash.hexdigest() != manifest["tokens_sha256"]:
+        raise Refusal(
+            f"{tokens_file} has sha256 {file_hash.hexdigest()}, and {manifest_file} records "
+            f"{manifest['tokens_sha256']}; the corpus was changed after it was prepared"
+        )
+    if content.hexdigest() != manifest["corpus_digest"]:
+        raise Refusal(
+            f"{tokens_file} holds corpus {content.hexdigest()}, and {manifest_file} records "
+            f"corpus {manifest['corpus_digest']}; the manifest is not this corpus's, so "
+            "prepare the corpus again"
+        )
+    if largest != manifest["largest_token"]:
+        raise Refusal(
+            f"{tokens_file} holds tokens up to {largest}, and {manifest_file} records "
+            f"{manifest['largest_token']}; the manifest is not this corpus's, so prepare the "
+            "corpus again"
+        )
+
+
+_NEEDED = (
+    "format_version",
+    "tokenizer_digest",
+    "corpus_digest",
+    "documents",
+    "tokens",
+    "token_type",
+    "largest_token",
+    "tokens_sha256",
+    "documents_sha256",
+)
+
+
+def _read_manifest(file: Path) -> dict:
+    try:
+        manifest = jsonfile.loads(file.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{file} does not load as a corpus manifest: {error}") from None
+    needed = ("format_version", "tokenizer_digest", "corpus_digest", "documents", "tokens")
+    if not isinstance(manifest, dict) or not all(key in manifest for key in needed):
+        raise Refusal(f"{file} does not load as a corpus manifest: it lacks {', '.join(needed)}")
+    if manifest["format_version"] != FORMAT_VERSION:
+        raise Refusal(
+            f"{file} has format version {manifest['format_version']!r}, and this build reads "
+            f"version {FORMAT_VERSION}; prepare the corpus again"
+        )
+    missing = [key for key in _NEEDED if key not in manifest]
+    if missing:
+        raise Refusal(f"{file} does not load as a corpus manifest: it lacks {', '.join(missing)}")
+    body = {key: value for key, value in manifest.items() if key != "manifest_sha256"}
+    if manifest.get("manifest_sha256") != json_sha256(body):
+        raise Refusal(
+            f"{file} does not match the digest it was written with; it was edited after the "
+            "corpus was prepared, so prepare the corpus again"
+        )
+    _check_values(file, manifest)
+    return manifest
+
+
+def _check_values(file: Path, manifest: dict) -> None:
+    """Refuse recorded values no preparation writes, before anything is read by them."""
+    counts = ("documents", "tokens", "largest_token")
+    for key in counts:
+        value = manifest[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+            raise Refusal(
+                f"{file} records {key} {json.dumps(value)}; a corpus records a whole number "
+                "of 0 or more"
+            )
+    if manifest["token_type"] not in ("uint16", "uint32"):
+        raise Refusal(
+            f"{file} records token_type {json.dumps(manifest['token_type'])}; a corpus stores "
+            "uint16 or uint32 tokens"
+        )
+    for key in ("tokens_sha256", "documents_sha256"):
+        if not isinstance(manifest[key], str):
+            raise Refusal(f"{file} records {key} {json.dumps(manifest[key])}; it is a sha256")

@@ -1,0 +1,151 @@
+"""The pools train, validation and test: assigning ids to them, reading splits.json, splitting.
+
+Pools are assigned per document id, never per window, so no text of a held-out document is ever
+trained on. Assignment hashes each id alone, so adding documents never moves an existing one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+
+from zrodlo.data.documents import read_documents
+from zrodlo.storage import jsonfile
+from zrodlo.storage.digest import file_sha256
+from zrodlo.storage.refusal import Refusal
+
+POOLS = ("train", "validation", "test")
+_ONE_POOL = "every id belongs to exactly one pool"
+
+
+def _quoted(doc_id: str) -> str:
+    """An id as JSON writes it, so quotes, spaces and control characters show."""
+    return json.dumps(doc_id, ensure_ascii=False)
+
+
+def id_position(doc_id: str) -> float:
+    """Where an id falls in [0, 1): the first 8 bytes of its UTF-8 sha256 as a fraction."""
+    head = hashlib.sha256(doc_id.encode("utf-8")).digest()[:8]
+    return int.from_bytes(head, "big") / 2**64
+
+
+def check_fraction(flag: str, value: float) -> None:
+    if not (0.0 <= value < 1.0):
+        raise Refusal(
+            f"{flag} is {value!r}; it must be a fraction from 0 up to but not including 1"
+        )
+
+
+def assign_pools(
+    ids: list[str], validation: float, test: float, source: Path
+) -> dict[str, list[str]]:
+    """Pools by id hash: below `validation` goes to validation, the next `test` to test, the rest train."""
+    check_fraction("--validation", validation)
+    check_fraction("--test", test)
+    if validation + test >= 1.0:
+        raise Refusal(
+            f"--validation {validation!r} and --test {test!r} leave no documents to train on; "
+            "their sum must be below 1"
+        )
+    pools: dict[str, list[str]] = {pool: [] for pool in POOLS}
+    for doc_id in ids:
+        position = id_position(doc_id)
+        if position < validation:
+            pools["validation"].append(doc_id)
+        elif position < validation + test:
+            pools["test"].append(doc_id)
+        else:
+            pools["train"].append(doc_id)
+    for pool, flag in (("train", None), ("validation", validation), ("test", test)):
+        if not pools[pool]:
+            asked = "what --validation and --test leave" if flag is None else f"--{pool} {flag!r}"
+            raise Refusal(
+                f"{source} has {len(ids)} documents, and {asked} puts none of them in the {pool} "
+                "pool; every pool needs one document or more"
+            )
+    return pools
+
+
+def read_splits(path: Path) -> dict[str, str]:
+    """Read and check splits.json; return the pool of every id it names."""
+    try:
+        data = jsonfile.loads(path.read_bytes())
+    except OSError as error:
+        raise Refusal(f"{path} cannot be read: {error.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        reason = getattr(error, "msg", "not UTF-8")
+        raise Refusal(
+            f"{path} is not valid JSON ({reason}); it holds one object with the pools "
+            "train, validation and test"
+        ) from None
+    if not isinstance(data, dict):
+        raise Refusal(
+            f"{path} holds a JSON {type(data).__name__}, not an object; it holds one object "
+            "with the pools train, validation and test"
+        )
+    for name in data:
+        if name not in POOLS:
+            raise Refusal(
+                f"{path} names a pool {_quoted(name)}; the pools are train, validation and test"
+            )
+    pool_of: dict[str, str] = {}
+    for pool in POOLS:
+        ids = data.get(pool, [])
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise Refusal(f"{path} gives the {pool} pool something other than a list of id strings")
+        if not ids:
+            raise Refusal(
+                f"{path} gives the {pool} pool no ids; train, validation and test each need one "
+                "or more"
+            )
+        for doc_id in ids:
+            earlier = pool_of.get(doc_id)
+            if earlier == pool:
+                raise Refusal(f"{path} lists id {_quoted(doc_id)} twice in {pool}; {_ONE_POOL}")
+            if earlier is not None:
+                raise Refusal(
+                    f"{path} puts id {_quoted(doc_id)} in both {earlier} and {pool}; {_ONE_POOL}"
+                )
+            pool_of[doc_id] = pool
+    return pool_of
+
+
+def split_documents(documents: Path, splits: Path, output: Path) -> dict:
+    """Write each pool's documents (their lines as read) into the directory `output`.
+
+    Returns the manifest: counts per pool and the sha256 of every input and output file.
+    """
+    pool_of = read_splits(splits)
+    seen: set[str] = set()
+    counts = {pool: {"documents": 0, "characters": 0} for pool in POOLS}
+    with contextlib.ExitStack() as stack:
+        handles = {
+            pool: stack.enter_context(open(output / f"{pool}.jsonl", "wb")) for pool in POOLS
+        }
+        for document in read_documents(documents):
+            pool = pool_of.get(document.id)
+            if pool is None:
+                raise Refusal(
+                    f"{documents} line {document.line} has id {_quoted(document.id)}, which "
+                    f"{splits} puts in no pool; every document belongs to exactly one pool"
+                )
+            seen.add(document.id)
+            handles[pool].write(document.raw + b"\n")
+            counts[pool]["documents"] += 1
+            counts[pool]["characters"] += len(document.text)
+    for doc_id, pool in pool_of.items():
+        if doc_id not in seen:
+            raise Refusal(
+                f"{splits} names id {_quoted(doc_id)} in {pool}, and no document of {documents} "
+                "has it"
+            )
+    return {
+        "documents": {"path": str(documents), "sha256": file_sha256(documents)},
+        "splits": {"path": str(splits), "sha256": file_sha256(splits)},
+        "pools": {
+            pool: {**counts[pool], "sha256": file_sha256(output / f"{pool}.jsonl")}
+            for pool in POOLS
+        },
+    }

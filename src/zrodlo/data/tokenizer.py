@@ -1,0 +1,169 @@
+"""The character tokenizer: fitted on training documents only, encoding whole batches at once.
+
+Ids: UNK 0, BOS 1, EOS 2, then the fitted characters from 3 in code point order. A character the
+training documents never held encodes as UNK. Lone surrogates are not characters and are never
+fitted. The digest covers the canonical form (kind, special ids, characters), so two tokenizers with
+the same digest encode every text the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from zrodlo.storage import jsonfile
+from zrodlo.storage.digest import json_sha256, write_json
+from zrodlo.storage.refusal import Refusal
+
+UNK, BOS, EOS = 0, 1, 2
+FIRST_CHARACTER = 3
+SPECIAL = {"UNK": UNK, "BOS": BOS, "EOS": EOS}
+FILE_NAME = "tokenizer.json"
+_SURROGATES = (0xD800, 0xDFFF)
+
+
+def code_points(text: str) -> np.ndarray:
+    """The code points of a text, (len(text),) uint16 when every one is below U+10000, else
+    uint32, without a Python loop per character."""
+    # UTF-16 is half the bytes of UTF-32 and twice as fast to make; it holds each character in
+    # two bytes exactly when none lies past U+FFFF (such a one takes four), so its length tells.
+    # Lone surrogates pass through as the code points they are, in both.
+    narrow = text.encode("utf-16-le", "surrogatepass")
+    if len(narrow) == 2 * len(text):
+        return np.frombuffer(narrow, dtype="<u2")
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+
+
+@dataclass(frozen=True)
+class CharTokenizer:
+    """A character vocabulary; `points` are the fitted code points in id order from 3."""
+
+    points: tuple[int, ...]
+
+    @classmethod
+    def fit(cls, texts: Iterable[str]) -> CharTokenizer:
+        seen = np.zeros(0, dtype=np.uint32)
+        for text in texts:
+            seen = np.union1d(seen, np.unique(code_points(text)))
+        outside = (seen < _SURROGATES[0]) | (seen > _SURROGATES[1])
+        return cls(tuple(int(p) for p in seen[outside]))
+
+    @property
+    def vocab_size(self) -> int:
+        return FIRST_CHARACTER + len(self.points)
+
+    @property
+    def characters(self) -> list[str]:
+        return [chr(p) for p in self.points]
+
+    def canonical(self) -> dict:
+        """The content the digest is taken over."""
+        return {"kind": "char", "special": SPECIAL, "characters": self.characters}
+
+    @cached_property
+    def digest(self) -> str:
+        return json_sha256(self.canonical())
+
+    @cached_property
+    def _table(self) -> np.ndarray:
+        # One slot per code point up to the largest fitted one, plus a last slot for all beyond it.
+        largest = self.points[-1] if self.points else 0
+        table = np.full(largest + 2, UNK, dtype=np.int32)
+        table[np.asarray(self.points, dtype=np.int64)] = np.arange(
+            FIRST_CHARACTER, self.vocab_size, dtype=np.int32
+        )
+        return table
+
+    def encode(self, text: str, out: np.ndarray | None = None) -> np.ndarray:
+        """Character ids of a text, (len(text),) int32, without BOS or EOS; into `out` if given."""
+        # Code points past the table clip to its last slot, which is UNK.
+        return np.take(self._table, code_points(text), mode="clip", out=out)
+
+    def encode_documents(
+        self, texts: list[str], dtype: np.dtype | type = np.int32, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each text as BOS c1..cn EOS, one after another: (sum(n)+2k,) tokens of `dtype` (one
+        that holds every id) and the (k,) lengths n+2. The tokens are the start of `out` (of
+        `dtype`) where it has room for them all, and a new array otherwise."""
+        sizes = np.fromiter((len(t) + 2 for t in texts), dtype=np.int64, count=len(texts))
+        ends = np.cumsum(sizes)
+        total = int(ends[-1]) if len(ends) else 0
+        tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
+        tokens[ends - sizes] = BOS
+        tokens[ends - 1] = EOS
+        table = self._table.astype(dtype, copy=False)  # written straight in the wanted type
+        # One vectorised encode a document, straight into its place between BOS and EOS.
+        for text, end in zip(texts, ends.tolist(), strict=True):
+            np.take(
+                table, code_points(text), mode="clip", out=tokens[end - 1 - len(text) : end - 1]
+            )
+        return tokens, sizes
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of character ids; BOS and EOS are dropped and UNK reads as U+FFFD."""
+        out = []
+        for i in ids:
+            i = int(i)
+            if i >= FIRST_CHARACTER:
+                out.append(chr(self.points[i - FIRST_CHARACTER]))
+            elif i == UNK:
+                out.append("\ufffd")
+        return "".join(out)
+
+    def save(self, directory: Path) -> None:
+        document = {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
+        write_json(directory / FILE_NAME, document)
+
+    @classmethod
+    def load(cls, path: Path) -> CharTokenizer:
+        """Load a tokenizer directory (or any directory holding tokenizer.json, such as a model)."""
+        file = path / FILE_NAME if path.is_dir() else path
+        if not file.is_file():
+            raise Refusal(
+                f"{path} holds no {FILE_NAME}; a tokenizer is written by zrodlo tokenizer fit"
+            )
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
+        return cls.from_bytes(file, data)
+
+    @classmethod
+    def from_bytes(cls, file: Path, content: bytes | memoryview) -> CharTokenizer:
+        """The tokenizer whose tokenizer.json bytes are `content` (already read, maybe checked)."""
+        try:
+            data = jsonfile.loads(content)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
+        tokenizer = cls._from_document(file, data)
+        if data.get("digest") != tokenizer.digest:
+            raise Refusal(
+                f"{file} records digest {data.get('digest')}, and its content has digest "
+                f"{tokenizer.digest}; the file was changed after it was fitted"
+            )
+        return tokenizer
+
+    @classmethod
+    def _from_document(cls, file: Path, data: object) -> CharTokenizer:
+        def broken(reason: str) -> Refusal:
+            return Refusal(f"{file} does not load as a tokenizer: {reason}")
+
+        if not isinstance(data, dict) or data.get("kind") != "char":
+            raise broken('it is not a JSON object of kind "char"')
+        if data.get("special") != SPECIAL:
+            raise broken("its special ids are not UNK 0, BOS 1, EOS 2")
+        characters = data.get("characters")
+        if not isinstance(characters, list) or not all(
+            isinstance(c, str) and len(c) == 1 for c in characters
+        ):
+            raise broken("its characters are not a list of single characters")
+        points = [ord(c) for c in characters]
+        if any(a >= b for a, b in itertools.pairwise(points)):
+            raise broken("its characters are not in strictly rising code point order")
+        return cls(tuple(points))

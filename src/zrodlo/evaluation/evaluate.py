@@ -1,0 +1,75 @@
+"""Scoring a saved model on prepared corpora: for each corpus the target-weighted loss, perplexity
+and bits per character, and the character-bigram baseline of a training corpus on the same
+windows. These are the scores `zrodlo model evaluate` prints and writes as JSON.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zrodlo.data.corpus import Corpus
+from zrodlo.evaluation.bigram import Bigram
+from zrodlo.model.device import resolve_device
+from zrodlo.model.gpt import GPT, parameter_count
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.checkpoint import read_model
+from zrodlo.training.loop import check_data
+from zrodlo.training.score import score
+
+
+def evaluate(
+    model: Path,
+    corpora: list[Path],
+    context: int | None = None,
+    batch_size: int = 64,
+    baseline: Path | None = None,
+    device: str = "cpu",
+    ordinal: int | None = None,
+) -> dict:
+    """The scores of `model` on each of `corpora`, at `context` tokens a window (the model's
+    positions + 1 where None): {"model": {...}, "corpora": {name: {"loss": ..., ...}}}."""
+    loaded = read_model(model)
+    window = context if context is not None else loaded.config.positions + 1
+    if batch_size < 1:
+        raise Refusal(f"--batch-size is {batch_size}; it must be a whole number of 1 or more")
+    opened = [(path, Corpus.open(path)) for path in corpora]
+    for _, data in opened:
+        data.verify()  # on a second thread, while the model scores
+    tables = [check_data(data, loaded, window) for _, data in opened]
+    reference = None
+    if baseline is not None:
+        counted = Corpus.open(baseline)
+        check_data(counted, loaded, window)
+        counted.verified()
+        reference = Bigram.count(counted.tokens, counted.offsets, loaded.config.vocab_size)
+    target = resolve_device(device, ordinal, "f32")
+    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
+    results = {}
+    for (path, data), table in zip(opened, tables, strict=True):
+        scored = score(network, data.tokens, table, batch_size, target)
+        entry = {
+            "loss": scored.loss,
+            "perplexity": scored.perplexity,
+            "bits_per_character": scored.bits_per_character,
+            "targets": scored.targets,
+            "windows": scored.windows,
+            "documents": data.manifest["documents"],
+            "unknown_tokens": data.manifest.get("unknown_tokens"),
+            "unknown_rate": data.manifest.get("unknown_rate"),
+            "corpus_digest": data.digest,
+        }
+        if reference is not None:
+            entry["bigram_loss"] = reference.score(data.tokens, table).loss
+        results[path.name if path.name not in results else str(path)] = entry
+    for _, data in opened:
+        data.verified()  # no score of a corpus that fails its digests is reported
+    return {
+        "model": {
+            "path": str(model),
+            "parameters": parameter_count(loaded.config),
+            "vocab_size": loaded.config.vocab_size,
+            "context": window,
+            "baseline": None if baseline is None else str(baseline),
+        },
+        "corpora": results,
+    }

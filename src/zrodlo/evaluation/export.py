@@ -1,0 +1,145 @@
+"""Export to Hugging Face transformers: a model directory or checkpoint written as a GPT-2
+directory that `AutoModelForCausalLM.from_pretrained` and `AutoTokenizer.from_pretrained` load
+offline, computing the same logits and encoding text to the same ids.
+
+Zrodlo's model is GPT-2's architecture with its own sizes: learned positions, pre-LayerNorm blocks,
+exact (erf) GELU, LayerNorm epsilon 1e-5, and an LM head of its own (untied). GPT-2 keeps its
+projections in Conv1D layers, whose weight is (in, out): the transpose of an nn.Linear's. The
+tokenizer becomes a `tokenizers` word-level vocabulary over single characters, ids as Zrodlo's:
+UNK 0, BOS 1, EOS 2 (also padding), then the fitted characters; a character it never saw is UNK.
+Special tokens are never read out of text: "<bos>" typed in a prompt is five characters, as in
+Zrodlo. Like Zrodlo's windows, a text fed to the model starts with BOS; the tokenizer adds none.
+
+`tokenizers` is needed only here: it comes with the `hf` extra.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer
+from zrodlo.model.gpt import NORM_EPS, ModelConfig
+from zrodlo.storage.digest import write_json
+from zrodlo.storage.outputs import new_directory
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.checkpoint import read_model
+
+SPECIAL_TOKENS = {UNK: "<unk>", BOS: "<bos>", EOS: "<eos>"}
+WEIGHTS_FILE = "model.safetensors"
+
+# Zrodlo's parameter name (after "blocks.<i>.") -> GPT-2's (after "transformer.h.<i>."), and
+# whether the weight is a Conv1D's, stored transposed.
+_BLOCK_NAMES = {
+    "attention_norm.weight": ("ln_1.weight", False),
+    "attention_norm.bias": ("ln_1.bias", False),
+    "attention.qkv.weight": ("attn.c_attn.weight", True),
+    "attention.qkv.bias": ("attn.c_attn.bias", False),
+    "attention.out.weight": ("attn.c_proj.weight", True),
+    "attention.out.bias": ("attn.c_proj.bias", False),
+    "mlp_norm.weight": ("ln_2.weight", False),
+    "mlp_norm.bias": ("ln_2.bias", False),
+    "mlp.up.weight": ("mlp.c_fc.weight", True),
+    "mlp.up.bias": ("mlp.c_fc.bias", False),
+    "mlp.down.weight": ("mlp.c_proj.weight", True),
+    "mlp.down.bias": ("mlp.c_proj.bias", False),
+}
+_MODEL_NAMES = {
+    "token_embedding.weight": "transformer.wte.weight",
+    "position_embedding.weight": "transformer.wpe.weight",
+    "final_norm.weight": "transformer.ln_f.weight",
+    "final_norm.bias": "transformer.ln_f.bias",
+    "lm_head.weight": "lm_head.weight",
+}
+
+
+def gpt2_config(config: ModelConfig) -> dict:
+    """The GPT-2 configuration that states `config` exactly."""
+    return {
+        "architectures": ["GPT2LMHeadModel"],
+        "model_type": "gpt2",
+        "vocab_size": config.vocab_size,
+        "n_positions": config.positions,
+        "n_embd": config.d_model,
+        "n_layer": config.layers,
+        "n_head": config.heads,
+        "n_inner": config.d_ff,
+        "activation_function": "gelu",  # torch's exact GELU, as the model computes it
+        "layer_norm_epsilon": NORM_EPS,
+        "embd_pdrop": config.dropout,
+        "resid_pdrop": config.dropout,
+        "attn_pdrop": config.attention_dropout,
+        "scale_attn_weights": True,
+        "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": False,
+        "tie_word_embeddings": False,
+        "bos_token_id": BOS,
+        "eos_token_id": EOS,
+        "pad_token_id": EOS,
+        "dtype": "float32",
+    }
+
+
+def gpt2_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Zrodlo's weights under GPT-2's names, Conv1D weights transposed to (in, out)."""
+    renamed = {}
+    for name, tensor in weights.items():
+        if name in _MODEL_NAMES:
+            renamed[_MODEL_NAMES[name]] = tensor.contiguous()
+            continue
+        _, layer, rest = name.split(".", 2)  # blocks.<i>.<rest>
+        target, transposed = _BLOCK_NAMES[rest]
+        renamed[f"transformer.h.{layer}.{target}"] = (
+            tensor.t() if transposed else tensor
+        ).contiguous()
+    return renamed
+
+
+def write_tokenizer(tokenizer: CharTokenizer, directory: Path, positions: int) -> None:
+    """tokenizer.json, built with the `tokenizers` library, and tokenizer_config.json."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    vocabulary = {text: token for token, text in SPECIAL_TOKENS.items()}
+    vocabulary.update({character: token for token, character in _characters(tokenizer)})
+    built = Tokenizer(models.WordLevel(vocabulary, unk_token=SPECIAL_TOKENS[UNK]))
+    # One piece per code point, line breaks included; a piece not in the vocabulary is UNK.
+    built.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    built.decoder = decoders.Fuse()
+    built.add_special_tokens(list(SPECIAL_TOKENS.values()))
+    built.save(str(directory / "tokenizer.json"))
+    write_json(
+        directory / "tokenizer_config.json",
+        {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            "unk_token": SPECIAL_TOKENS[UNK],
+            "bos_token": SPECIAL_TOKENS[BOS],
+            "eos_token": SPECIAL_TOKENS[EOS],
+            "pad_token": SPECIAL_TOKENS[EOS],
+            "split_special_tokens": True,
+            "model_max_length": positions,
+            "clean_up_tokenization_spaces": False,
+        },
+    )
+
+
+def _characters(tokenizer: CharTokenizer) -> list[tuple[int, str]]:
+    ids = tokenizer.encode("".join(tokenizer.characters)).tolist()
+    return list(zip(ids, tokenizer.characters, strict=True))
+
+
+def export(model: Path, output: Path) -> Path:
+    """Write the model directory or checkpoint `model` as a transformers GPT-2 directory `output`."""
+    if importlib.util.find_spec("tokenizers") is None:
+        raise Refusal(
+            "zrodlo model export writes tokenizer.json with the tokenizers library, which is not "
+            "installed; install the hf extra: pip install 'zrodlo[hf]'"
+        )
+    loaded = read_model(model)
+    with new_directory(output) as partial:
+        write_json(partial / "config.json", gpt2_config(loaded.config))
+        save_file(gpt2_weights(loaded.weights), partial / WEIGHTS_FILE, metadata={"format": "pt"})
+        write_tokenizer(loaded.tokenizer, partial, loaded.config.positions)
+    return output

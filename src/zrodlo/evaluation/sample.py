@@ -1,0 +1,121 @@
+"""Text from a model: each next token drawn from the model's distribution with ChaCha20 uniforms.
+
+Token i of a sample uses uniform i of the stream (seed, SAMPLING), so the same model, prompt and
+seed give the same text on every machine whose model computes the same logits. The distribution is
+the softmax of logits / temperature over the top-k tokens; temperature 0 takes the most likely one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer
+from zrodlo.draws.chacha import Purpose, Stream, check_seed, uniform
+from zrodlo.model.device import resolve_device
+from zrodlo.model.gpt import GPT
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.checkpoint import check_tokenizer_fits, read_model
+
+
+def check_sampling(tokens: int, temperature: float, top_k: int | None) -> None:
+    if tokens < 1:
+        raise Refusal(f"--tokens is {tokens}; a sample needs one token or more")
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise Refusal(
+            f"--temperature is {temperature!r}; it must be a finite number, zero or more "
+            "(zero takes the most likely token)"
+        )
+    if top_k is not None and top_k < 1:
+        raise Refusal(f"--top-k is {top_k}; it must be one or more, or left out for all tokens")
+
+
+def unknown_characters(tokenizer: CharTokenizer, prompt: str) -> list[str]:
+    """The prompt's characters the tokenizer does not know, in order of first appearance."""
+    ids = tokenizer.encode(prompt)
+    return list(dict.fromkeys(c for c, i in zip(prompt, ids.tolist(), strict=True) if i == UNK))
+
+
+def unknown_warning(tokenizer: CharTokenizer, prompt: str) -> str | None:
+    """The warning a prompt with characters the tokenizer does not know deserves, if any."""
+    unknown = unknown_characters(tokenizer, prompt)
+    if not unknown:
+        return None
+    shown = ", ".join(repr(c) for c in unknown)
+    return (
+        f"the prompt holds {len(unknown)} characters the tokenizer does not know ({shown}); "
+        "the model reads each as UNK"
+    )
+
+
+def choose(logits: np.ndarray, temperature: float, top_k: int | None, draw: float) -> int:
+    """The token a uniform draw in [0, 1) picks from logits (V,) float32."""
+    if temperature == 0:
+        return int(np.argmax(logits))
+    order = np.argsort(-logits, kind="stable")[: top_k or len(logits)]  # most likely first
+    scaled = logits[order].astype(np.float64) / temperature
+    weights = np.exp(scaled - scaled.max())
+    cumulative = np.cumsum(weights)
+    return int(
+        order[min(np.searchsorted(cumulative, draw * cumulative[-1], side="right"), len(order) - 1)]
+    )
+
+
+def draw(
+    model: GPT,
+    tokenizer: CharTokenizer,
+    prompt: str,
+    tokens: int,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+    device: torch.device,
+) -> str:
+    """Continue BOS + prompt by up to `tokens` tokens (stopping at EOS); return the new text."""
+    stream = Stream(seed, Purpose.SAMPLING)
+    draws = uniform(stream, 0, tokens)  # (tokens,) one uniform per token drawn
+    sequence = [BOS, *tokenizer.encode(prompt).tolist()]
+    produced: list[int] = []
+    model.eval()
+    with torch.no_grad():
+        for i in range(tokens):
+            window = sequence[-model.config.positions :]
+            inputs = torch.tensor([window], dtype=torch.long, device=device)  # (1, T)
+            logits = model(inputs)[0, -1].float().cpu().numpy()  # (V,)
+            token = choose(logits, temperature, top_k, float(draws[i]))
+            if token == EOS:
+                break
+            sequence.append(token)
+            produced.append(token)
+    return tokenizer.decode(produced)
+
+
+class UnknownCharactersWarning(UserWarning):
+    """A prompt holds characters the tokenizer does not know: the model reads each as UNK."""
+
+
+def sample(
+    model: Path,
+    prompt: str = "",
+    tokens: int = 200,
+    temperature: float = 0.8,  # the command's default: the same call gives the same text
+    top_k: int | None = None,
+    seed: int = 0,
+    device: str = "cpu",
+    ordinal: int | None = None,
+) -> str:
+    """Up to `tokens` characters drawn from the model directory or checkpoint `model` after BOS
+    and `prompt` (without the prompt); the same seed gives the same text."""
+    check_sampling(tokens, temperature, top_k)
+    check_seed(seed)
+    loaded = read_model(model)
+    check_tokenizer_fits(loaded)
+    target = resolve_device(device, ordinal, "f32")
+    warning = unknown_warning(loaded.tokenizer, prompt)
+    if warning:
+        warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
+    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
+    return draw(network, loaded.tokenizer, prompt, tokens, temperature, top_k, seed, target)

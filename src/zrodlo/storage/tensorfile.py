@@ -1,0 +1,310 @@
+"""safetensors files at the speed of the disk: written straight from tensor memory while a second
+thread hashes it, read into one buffer while a second thread hashes it, and parsed into tensors that
+are views of that buffer.
+
+The bytes written are the ones `safetensors.torch.save` gives. Reading checks everything the
+safetensors library checks before it trusts a file (the header's length, JSON, dtypes, shapes, and
+offsets that tile the data exactly), with a sentence of Zrodlo's own for each, but copies nothing:
+the sha256 is taken over the very bytes the tensors then view, so what is loaded is what was
+checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import json
+import math
+import os
+import struct
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import BinaryIO, NoReturn
+
+import numpy as np
+import torch
+
+from zrodlo.storage import jsonfile
+from zrodlo.storage.refusal import Refusal
+
+SUFFIX = ".safetensors"
+HEADER_LIMIT = 100_000_000  # the longest header the safetensors library accepts
+# What is hashed at a time, while the next is read or written: small enough that the hashing thread
+# finds it still in the cache the read or write just brought it into (1 MiB measured best on a 2 MiB
+# L2; 4 MiB hashed from memory and took 15% longer).
+_CHUNK = 1 << 20
+# The most parts one writev takes (IOV_MAX: 1024 on Linux).
+_MOST_PARTS = os.sysconf("SC_IOV_MAX")
+# How much a write lets pile up in the page cache before it asks the disk to start on it, so that
+# the disk writes while the rest is still being copied and hashed, not only in the closing fsync.
+_WRITEBACK = 4 << 20
+
+
+def _writeback_starter() -> Callable[[int, int, int, int], int] | None:
+    """Linux's sync_file_range, which starts writing a range of a file to disk and returns without
+    waiting (the standard library has no binding); None where there is none. It only starts the
+    writing early: the fsync that closes every write is what makes the file durable."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_START_WRITEBACK = _writeback_starter()
+_SYNC_FILE_RANGE_WRITE = 2  # from <fcntl.h>: start writeback of dirty pages, do not wait
+
+# How safetensors orders tensors in a file: by dtype, in this order from last to first, then by
+# name. Writing in the same order gives the bytes `safetensors.torch.save` gives.
+DTYPES = {
+    dtype: (name, rank)
+    for rank, (dtype, name) in enumerate(
+        [
+            (torch.bool, "BOOL"),
+            (torch.uint8, "U8"),
+            (torch.int8, "I8"),
+            (torch.float8_e5m2, "F8_E5M2"),
+            (torch.float8_e4m3fn, "F8_E4M3"),
+            (torch.int16, "I16"),
+            (torch.uint16, "U16"),
+            (torch.float16, "F16"),
+            (torch.bfloat16, "BF16"),
+            (torch.int32, "I32"),
+            (torch.uint32, "U32"),
+            (torch.float32, "F32"),
+            (torch.float64, "F64"),
+            (torch.int64, "I64"),
+            (torch.uint64, "U64"),
+        ]
+    )
+}
+_BY_NAME = {name: dtype for dtype, (name, _) in DTYPES.items()}
+
+
+def write(files: dict[Path, dict[str, torch.Tensor]]) -> dict[Path, str]:
+    """Write each file's tensors as safetensors, the bytes `safetensors.torch.save` gives, one
+    file after another; return each file's sha256.
+
+    Each tensor's bytes go to the file straight from its memory, with no copy of the whole, a
+    chunk at a time, while a second thread hashes the chunk just written (both release the GIL).
+    The files share that thread, so the next file is written while the last one's hash catches
+    up, and the files are synced once all are written, while the hash is still running: by the
+    time it is done the disk has everything, and syncing the directory (`output.new_directory`
+    does) waits for nothing. Every few MiB the disk is asked to start on what has piled up. A
+    full disk is an OSError naming the file.
+    """
+    digests = {path: hashlib.sha256() for path in files}
+    with contextlib.ExitStack() as open_files:
+        hashing = open_files.enter_context(ThreadPoolExecutor(max_workers=1))
+        hashed, handles = [], []
+        for path, tensors in files.items():
+            handle = open_files.enter_context(open(path, "wb", buffering=0))
+            handles.append(handle)
+            written, started = 0, 0
+            for chunk in _chunks(tensors):
+                hashed.append(hashing.submit(_update, digests[path], chunk))
+                written += _write_all(handle, chunk)
+                if written - started >= _WRITEBACK:
+                    _start_writeback(handle.fileno(), started, written - started)
+                    started = written
+        for handle in handles:
+            os.fsync(handle.fileno())
+        for done in hashed:
+            done.result()
+    return {path: digest.hexdigest() for path, digest in digests.items()}
+
+
+def _chunks(tensors: dict[str, torch.Tensor]) -> list[list[memoryview]]:
+    """A safetensors file's bytes, in order, in chunks of about _CHUNK bytes: the header, then
+    views of the tensors' own memory, a large tensor cut in pieces and small ones gathered, so
+    that a chunk is one system call and one hash call however many tensors it holds."""
+    tensors = {name: t.detach().contiguous().cpu() for name, t in tensors.items()}
+    order = sorted(tensors, key=lambda name: (-DTYPES[tensors[name].dtype][1], name))
+    header, offset = {}, 0
+    for name in order:
+        tensor = tensors[name]
+        size = tensor.numel() * tensor.element_size()
+        header[name] = {
+            "dtype": DTYPES[tensor.dtype][0],
+            "shape": list(tensor.shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
+    text += b" " * (-len(text) % 8)  # the data starts on a multiple of 8 bytes
+    pieces = [memoryview(struct.pack("<Q", len(text)) + text)]
+    pieces += [tensors[name].reshape(-1).view(torch.uint8).numpy().data for name in order]
+    chunks, gathered, size = [], [], 0
+    for piece in pieces:
+        for at in range(0, len(piece), _CHUNK):
+            part = piece[at : at + _CHUNK]
+            if gathered and (size + len(part) > _CHUNK or len(gathered) == _MOST_PARTS):
+                chunks.append(gathered)
+                gathered, size = [], 0
+            gathered.append(part)
+            size += len(part)
+    return [*chunks, gathered] if gathered else chunks
+
+
+def _update(digest: hashlib._Hash, chunk: list[memoryview]) -> None:
+    for part in chunk:
+        digest.update(part)
+
+
+def _write_all(handle: BinaryIO, chunk: list[memoryview]) -> int:
+    """Write a chunk's parts, in one system call where the system takes them all at once (an
+    unbuffered write may take less than it is given); return the bytes written."""
+    total = sum(len(part) for part in chunk)
+    while chunk:
+        count = os.writev(handle.fileno(), chunk)
+        while chunk and count >= len(chunk[0]):
+            count -= len(chunk[0])
+            chunk = chunk[1:]
+        if count:
+            chunk = [chunk[0][count:], *chunk[1:]]
+    return total
+
+
+def _start_writeback(fd: int, begin: int, length: int) -> None:
+    """Ask the disk to start writing bytes begin..begin+length of a file, where the system can be
+    asked; a refusal is harmless, since the closing sync writes whatever is left."""
+    if _START_WRITEBACK is not None and length:
+        _START_WRITEBACK(fd, begin, length, _SYNC_FILE_RANGE_WRITE)
+
+
+def stated_size(path: Path) -> int | None:
+    """The size a safetensors file states in its header: 8 bytes of header length, the header,
+    and its tensors' data up to the largest end offset. None for a file of another kind, or one
+    whose header does not parse (it is small enough to read, or refused by its size)."""
+    if path.suffix != SUFFIX:
+        return None
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            return None
+        (length,) = struct.unpack("<Q", head)
+        if length > HEADER_LIMIT:
+            return None
+        try:
+            header = jsonfile.loads(handle.read(length))
+            ends = [
+                int(entry["data_offsets"][1])
+                for key, entry in header.items()
+                if key != "__metadata__"
+            ]
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return None
+    return 8 + length + max(ends, default=0)
+
+
+def read_hashed(paths: list[Path]) -> list[tuple[memoryview, str]]:
+    """Each file's bytes in a writable buffer of its own, and their sha256.
+
+    The files are read a chunk at a time into memory never written before (no zeroing pass),
+    while a second thread hashes the chunks already read, so hashing costs no time of its own
+    where it keeps up with the disk. A file that shrinks while it is read gives the bytes it
+    had, which then fail their digest.
+    """
+    read = []
+    with ThreadPoolExecutor(max_workers=1) as hashing:  # leaving the block awaits every hash
+        for path in paths:
+            with open(path, "rb", buffering=0) as handle:
+                buffer = memoryview(np.empty(os.fstat(handle.fileno()).st_size, dtype=np.uint8))
+                digest, filled = hashlib.sha256(), 0
+                while filled < len(buffer):
+                    count = handle.readinto(buffer[filled : filled + _CHUNK])
+                    if not count:
+                        break
+                    hashing.submit(digest.update, buffer[filled : filled + count])
+                    filled += count
+            read.append((buffer[:filled], digest))
+    return [(buffer, digest.hexdigest()) for buffer, digest in read]
+
+
+def parse(path: Path, data: memoryview) -> dict[str, torch.Tensor]:
+    """The tensors of safetensors bytes, each a view of `data` (a copy only where a tensor's
+    offset is not a multiple of its element size); a file that is no safetensors is refused with
+    what is wrong with it."""
+    if len(data) < 8:
+        _refuse(path, f"it holds {len(data)} bytes, fewer than the 8 that state its header's size")
+    (length,) = struct.unpack("<Q", data[:8])
+    if length > HEADER_LIMIT:
+        _refuse(path, f"its header would be {length} bytes, more than the {HEADER_LIMIT} allowed")
+    if 8 + length > len(data):
+        _refuse(path, f"its header would be {length} bytes, and only {len(data) - 8} follow")
+    try:
+        header = jsonfile.loads(data[8 : 8 + length])
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        _refuse(path, f"its header is not JSON: {error}")
+    if not isinstance(header, dict):
+        _refuse(path, "its header is not a JSON object of tensors")
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(
+        isinstance(value, str) for value in metadata.values()
+    ):
+        _refuse(path, "its __metadata__ is not an object of strings")
+    body = torch.frombuffer(data, dtype=torch.uint8)[8 + length :]  # data holds 8 bytes or more
+    spans = sorted(_span(path, name, entry) for name, entry in header.items())
+    tensors, end = {}, 0
+    for begin, stop, name, dtype, shape in spans:
+        if begin != end:
+            _refuse(
+                path,
+                f"the data of tensor {name!r} begins at byte {begin}, where the tensor before it "
+                f"ends at byte {end}; a tensor's data follows the one before it",
+            )
+        if stop > len(body):
+            _refuse(
+                path,
+                f"the data of tensor {name!r} ends at byte {stop}, and the file holds "
+                f"{len(body)} bytes of data",
+            )
+        raw = body[begin:stop]
+        if raw.storage_offset() % dtype.itemsize:  # a view starts on its element size
+            raw = raw.clone()
+        tensors[name] = raw.view(dtype).reshape(shape)
+        end = stop
+    if end != len(body):
+        _refuse(
+            path,
+            f"its tensors' data ends at byte {end}, and the file holds {len(body)} bytes of data",
+        )
+    return tensors
+
+
+def _span(path: Path, name: str, entry: object) -> tuple[int, int, str, torch.dtype, list[int]]:
+    """Where a header entry's data lies, its name, dtype and shape, each checked."""
+    if not (isinstance(entry, dict) and {"dtype", "shape", "data_offsets"} <= set(entry)):
+        _refuse(path, f"tensor {name!r} does not state its dtype, shape and data_offsets")
+    dtype = _BY_NAME.get(entry["dtype"]) if isinstance(entry["dtype"], str) else None
+    if dtype is None:
+        _refuse(path, f"tensor {name!r} has dtype {entry['dtype']!r}, not one this build reads")
+    shape, offsets = entry["shape"], entry["data_offsets"]
+    if not (isinstance(shape, list) and all(_is_count(size) for size in shape)):
+        _refuse(path, f"tensor {name!r} has shape {shape!r}, not a list of sizes")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_count, offsets))):
+        _refuse(path, f"tensor {name!r} has data_offsets {offsets!r}, not a begin and an end")
+    begin, stop = offsets
+    size = math.prod(shape) * dtype.itemsize
+    if stop - begin != size:
+        _refuse(
+            path,
+            f"tensor {name!r} of shape {shape} and dtype {entry['dtype']} takes {size} bytes, "
+            f"and its data_offsets {offsets} give {stop - begin}",
+        )
+    return begin, stop, name, dtype, shape
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _refuse(path: Path, reason: str) -> NoReturn:
+    raise Refusal(f"{path} does not load as safetensors: {reason}")

@@ -1,0 +1,349 @@
+"""A training run from checked inputs to its last checkpoint: the loop of updates, held-out
+scores, atomic checkpoints, retention of the newest ones, and the run's per-step records.
+
+The run directory is claimed first (`zrodlo.training.rundir`): locked, and refused where the run would
+overwrite, cut or delete what it should not, before anything is written. Model train and checkpoint
+resume both run through here, so they write the same files in the same way. In a data-parallel run
+every process runs the loop and rank 0 alone claims the directory and writes.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from zrodlo.data.corpus import Corpus, release_pages
+from zrodlo.data.windows import WindowTable, build_windows
+from zrodlo.draws.chacha import GENERATOR
+from zrodlo.model.device import describe
+from zrodlo.storage.outputs import check_parent, new_directory, remove_directory
+from zrodlo.storage.refusal import Refusal, WriteFailure
+from zrodlo.training.checkpoint import (
+    TRAINER_FILE,
+    Model,
+    check_removable,
+    checkpoint_name,
+    checkpoints_in,
+    write_checkpoint,
+)
+from zrodlo.training.plan import RunPlan
+from zrodlo.training.records import RunLog, StepRecord
+from zrodlo.training.rundir import RUN_FORMAT, claim, run_identity
+from zrodlo.training.score import score
+from zrodlo.training.step import Trainer
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """A held-out corpus prepared for scoring: the corpus and its windows at the run's context."""
+
+    corpus: Corpus
+    table: WindowTable
+
+
+def check_data(corpus: Corpus, model: Model, context: int) -> WindowTable:
+    """The windows of a corpus a model can train or be scored on, or the refusal that says why not."""
+    table = build_windows(corpus.offsets, context)
+    if context - 1 > model.config.positions:
+        raise Refusal(
+            f"--context {context} makes the model read {context - 1} tokens, more than the "
+            f"{model.config.positions} positions its configuration states"
+        )
+    if corpus.tokenizer_digest != model.tokenizer.digest:
+        raise Refusal(
+            f"{corpus.path} was encoded with another tokenizer than {model.path}: its corpus.json "
+            f"records tokenizer {corpus.tokenizer_digest}, and {model.path} has digest "
+            f"{model.tokenizer.digest}; prepare the corpus again with {model.path}"
+        )
+    largest = corpus.manifest["largest_token"]  # checked by the corpus's verifying pass
+    if largest >= model.config.vocab_size:
+        raise Refusal(
+            f"the corpus holds token {largest}, outside the model's vocab_size "
+            f"{model.config.vocab_size}"
+        )
+    return table
+
+
+def check_held_out(eval_corpus: Path | None, eval_every: int | None) -> None:
+    if eval_corpus is not None and eval_every is None:
+        raise Refusal("--eval-corpus needs --eval-every, the steps between held-out scores")
+    if eval_every is not None and eval_corpus is None:
+        raise Refusal("--eval-every needs --eval-corpus, the held-out corpus to score")
+
+
+def open_held_out(eval_corpus: Path | None, model: Model, context: int) -> HeldOut | None:
+    if eval_corpus is None:
+        return None
+    corpus = Corpus.open(eval_corpus)
+    return HeldOut(corpus, check_data(corpus, model, context))
+
+
+def environment(device: torch.device, processes: int = 1) -> dict:
+    """What bit-equality of a continued run depends on besides the plan and the data (the
+    software, the processor and the vector kernels torch picked for it, the thread count, the
+    GPU and its libraries), and how many processes computed it, which it does not depend on."""
+    recorded = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "processes": processes,
+        "device": describe(device),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "processor": processor(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
+    if device.type == "cuda":
+        recorded["gpu"] = torch.cuda.get_device_name(device)
+        recorded["cuda"] = torch.version.cuda
+        recorded["cudnn"] = torch.backends.cudnn.version()
+    return recorded
+
+
+def processor() -> str:
+    """The processor's model as the operating system names it: two models may round the same
+    matrix product differently, as their math libraries pick other kernels for them."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    name = fields.get("model name") or fields.get("Model") or platform.machine()
+    if "cpu family" in fields and "model" in fields:
+        return f"{name} (family {fields['cpu family']}, model {fields['model']})"
+    return name
+
+
+# What else a continued run's bits depend on, with the words a warning names it by. A record
+# without one of them (written before it was recorded) is not warned about.
+WATCHED = {
+    "processor": "processor",
+    "cpu_capability": "CPU kernels",
+    "gpu": "GPU",
+    "cuda": "CUDA",
+    "cudnn": "cuDNN",
+}
+
+
+MAX_THREADS = (
+    1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
+)
+
+
+def match_environment(checkpoint: Path, recorded: dict, device: torch.device) -> list[str]:
+    """Take on the checkpoint's thread count; return warnings for what else breaks bit-equality.
+
+    Matrix products split their sums by thread, so the thread count is set back to the recorded
+    one; another torch version, processor, set of CPU kernels, GPU or GPU library cannot be set
+    back and is said plainly instead, in one warning.
+    """
+    record = checkpoint / TRAINER_FILE
+    if not isinstance(recorded, dict):
+        raise Refusal(f"{record} records an environment that is not an object of named values")
+    threads = recorded.get("threads")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        raise Refusal(
+            f"{record} records {json.dumps(threads)} threads; a run computes on 1 to "
+            f"{MAX_THREADS} threads"
+        )
+    if threads != torch.get_num_threads():
+        torch.set_num_threads(threads)
+    current = environment(device)
+    differences = [
+        f"{words} {recorded[key]} and this is {current.get(key)}"
+        for key, words in WATCHED.items()
+        if key in recorded and recorded[key] != current.get(key)
+    ]
+    if recorded.get("torch") != torch.__version__:
+        differences.insert(
+            0, f"torch {recorded.get('torch')} and this is torch {torch.__version__}"
+        )
+    if not differences:
+        return []
+    return [
+        f"{checkpoint} was written with {'; with '.join(differences)}; the run continues, but "
+        "equality with the uninterrupted run is promised only with the same torch version, "
+        "processor, thread count and device"
+    ]
+
+
+def fresh_provenance(start: Model, corpus_digest: str, plan: RunPlan) -> dict:
+    """Where a fresh run comes from, as every trainer.json of it records: the run's identity, seed,
+    and the corpus and tokenizer digests. A resumed run takes its checkpoint's instead."""
+    return {
+        "run": run_identity(GENERATOR, start, corpus_digest, plan),
+        "seed": plan.seed,
+        "corpus_digest": corpus_digest,
+        "tokenizer_digest": start.tokenizer.digest,
+    }
+
+
+def run_updates(
+    trainer: Trainer,
+    plan: RunPlan,
+    done: int,
+    output: Path,
+    model: Model,
+    provenance: dict,
+    held_out: HeldOut | None = None,
+    on_step: Callable[[StepRecord], None] = lambda record: None,
+    continues: dict[str, str] | None = None,
+    timing: Path | None = None,
+    corpus: Corpus | None = None,
+) -> list[Path]:
+    """Run updates done..plan.steps-1, writing checkpoints into `output`; return those written.
+
+    `provenance` (run, seed, corpus and tokenizer digests) goes into run.json and every
+    trainer.json; `continues` holds the file digests of the checkpoint a resume starts from;
+    `timing` is the file the steps' wall-clock times go to, if not the run directory's; `corpus`
+    is the training corpus, whose verifying pass (and the held-out corpus's) must pass before
+    the run writes a record.
+    """
+    run = {"format_version": RUN_FORMAT, "generator": GENERATOR, **provenance}
+    run["hyperparameters"] = plan.hyperparameters()
+    record_base = {key: value for key, value in run.items() if key != "format_version"}
+    ranks = trainer.ranks
+    record_base["environment"] = environment(trainer.device, ranks.world)
+    written: list[Path] = []
+    planned = set(plan.checkpoint_steps(done))
+    reached = done
+    read = [c for c in (corpus, held_out and held_out.corpus) if c is not None]
+    with ExitStack() as writing:
+        # Rank 0 alone claims the directory and writes; the others learn whether it may.
+        if ranks.leads:
+            try:
+                if timing is not None:
+                    check_timing(timing)
+                writing.enter_context(claim(output, run, plan, done))
+            except BaseException:  # a refusal, or anything else: the others must not wait on it
+                ranks.agree(False)
+                raise
+        if not ranks.agree(True):
+            raise Refusal(f"process 0 refused to write into {output}, and said why")
+        records = _Records(output, done, timing, continues, read) if ranks.leads else None
+        try:
+            for n in range(done, plan.steps):
+                record = trainer.step(n)
+                reached = record.step
+                release_pages(trainer.tokens)  # a run over a corpus larger than memory
+                if held_out is not None and plan.scores_at(record.step):
+                    held = score(
+                        trainer.model,
+                        held_out.corpus.tokens,
+                        held_out.table,
+                        plan.micro_batch,
+                        trainer.device,
+                        plan.precision,
+                        ranks,
+                    )
+                    record = replace(record, eval_loss=held.loss)
+                if record.step in planned:
+                    trainer.check_finite(record.step)
+                    written.append(output / checkpoint_name(record.step))
+                if records is None:
+                    continue
+                # The records of a step go down before its checkpoint: the log always reaches at
+                # least as far as the newest checkpoint, and a resume drops what lies beyond it.
+                records.step(record)
+                on_step(record)
+                if record.step in planned:
+                    log = records.written()
+                    record_of = {**record_base, "step": record.step}
+                    files = _write_checkpoint(written[-1], trainer, model, record_of, log)
+                    log.checkpoint(record.step, files)
+                    _keep_newest(output, plan.keep_checkpoints, provenance["run"])
+            if records is not None:
+                records.written()
+        except WriteFailure as failure:
+            raise WriteFailure(failure.path, failure.error, _stopped(output, reached)) from None
+        finally:
+            if records is not None:
+                records.close()
+    return written
+
+
+class _Records:
+    """A run's records, held back until the corpora it reads have passed their verifying pass,
+    then written as they come: a run whose corpus turns out changed stops with the corpus's
+    refusal having written no record, as if it had been refused at the start."""
+
+    def __init__(
+        self,
+        output: Path,
+        done: int,
+        timing: Path | None,
+        continues: dict[str, str] | None,
+        corpora: list[Corpus],
+    ) -> None:
+        self._open = (output, done, timing, continues)
+        self._corpora = corpora
+        for corpus in corpora:
+            corpus.verify()  # starts the pass on a second thread
+        self._log: RunLog | None = None
+        self._pending: list[StepRecord] = []
+
+    def step(self, record: StepRecord) -> None:
+        self._pending.append(record)
+        if self._log is not None or all(corpus.verify().done() for corpus in self._corpora):
+            self.written()
+
+    def written(self) -> RunLog:
+        """Wait for the corpora to pass, write every record held back, and return the log."""
+        if self._log is None:
+            for corpus in self._corpora:
+                corpus.verified()
+            output, done, timing, continues = self._open
+            self._log = RunLog(output, done, timing)
+            if continues is not None:
+                self._log.continue_from(done, continues)
+        for record in self._pending:
+            self._log.step(record)
+        self._pending.clear()
+        return self._log
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+
+def check_timing(timing: Path) -> None:
+    """Refuse a timing file that cannot be written: a directory, or one with no parent."""
+    if timing.is_dir():
+        raise Refusal(f"--timing {timing} is a directory; it names the file the step times go to")
+    check_parent(timing)
+
+
+def _stopped(output: Path, step: int) -> str:
+    """What a run that could not write says of where it stopped and how it continues."""
+    checkpoints = checkpoints_in(output)
+    if not checkpoints:
+        return f"the run stopped at step {step}, before its first checkpoint"
+    return (
+        f"the run stopped at step {step}, and its newest checkpoint {checkpoints[-1][1]} "
+        "continues it with zrodlo checkpoint resume"
+    )
+
+
+def _write_checkpoint(
+    path: Path, trainer: Trainer, model: Model, record: dict, log: RunLog
+) -> dict[str, str]:
+    current = Model(path, model.config, model.tokenizer, trainer.weights())
+    with new_directory(path) as partial:
+        written = write_checkpoint(partial, current, trainer.optimizer_state(), record)
+        log.sync()  # the records the checkpoint continues reach the disk before it appears
+    return written["files"]
+
+
+def _keep_newest(output: Path, keep: int | None, run: str) -> None:
+    if keep is None:
+        return
+    checkpoints = checkpoints_in(output)
+    for _, path in checkpoints[: max(len(checkpoints) - keep, 0)]:
+        check_removable(path, run)
+        remove_directory(path)

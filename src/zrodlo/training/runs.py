@@ -1,0 +1,205 @@
+"""Training from what lies on disk: `train` a model directory on a prepared corpus, or `resume` a
+checkpoint, each read and checked, computed on this process or on workers it starts, and carried
+through the loop of `zrodlo.training.loop`. The commands `model train` and `checkpoint resume` call these,
+and so can a script or a notebook.
+
+Every check that can refuse runs before anything is written, in the order seed 001 (train) and
+seed 000 (resume) give; in a data-parallel run every process reaches the same refusal.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+from zrodlo.data.corpus import Corpus
+from zrodlo.draws.chacha import GENERATOR
+from zrodlo.model.device import resolve_device
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.checkpoint import TOKENIZER_FILE, read_checkpoint, read_model
+from zrodlo.training.launch import run_as_workers
+from zrodlo.training.loop import (
+    check_data,
+    check_held_out,
+    fresh_provenance,
+    match_environment,
+    open_held_out,
+    run_updates,
+)
+from zrodlo.training.plan import RunPlan
+from zrodlo.training.ranks import check_threads, join, local_rank, use_threads
+from zrodlo.training.records import StepRecord
+from zrodlo.training.step import Trainer
+
+# What a run shows its progress with: given the steps done and the steps to reach, a context that
+# yields the callback called after every step. Only the process that reports opens it.
+Progress = Callable[[int, int], AbstractContextManager[Callable[[StepRecord], None]]]
+
+
+def _quiet(done: int, steps: int) -> AbstractContextManager[Callable[[StepRecord], None]]:
+    return nullcontext(lambda record: None)
+
+
+class EnvironmentWarning(UserWarning):
+    """A resume on another torch version: it runs, without the promise of bit-equality."""
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Where a run computes: the device kind and GPU, and how many processes share each step.
+
+    Under torchrun the launcher has started the processes already, and `processes` stays 1.
+    """
+
+    device: str = "cpu"
+    ordinal: int | None = None
+    processes: int = 1
+
+
+def train(
+    model: Path,
+    corpus: Path,
+    output: Path,
+    plan: RunPlan,
+    compute: Compute = Compute(),
+    threads: int | None = None,
+    eval_corpus: Path | None = None,
+    progress: Progress = _quiet,
+    timing: Path | None = None,
+) -> list[Path] | None:
+    """Train every weight of `model` on `corpus` by `plan`, writing checkpoints into `output`.
+
+    `threads` is the thread count of each process, which the weights depend on (torch's own
+    default where None); `timing` is the file the step times go to, if not the run directory's
+    timing.csv. Returns the checkpoints written, or None in a process that does not
+    report: a launcher whose workers have run, or a worker other than process 0.
+    """
+    plan.validate()
+    check_threads(threads)
+    if run_as_workers(compute.processes, plan, threads):
+        return None
+    use_threads(threads)
+    start = read_model(model)
+    data = Corpus.open(corpus)
+    table = check_data(data, start, plan.context)
+    check_held_out(eval_corpus, plan.eval_every)
+    held_out = open_held_out(eval_corpus, start, plan.context)
+    target = resolve_device(compute.device, compute.ordinal, plan.precision, local_rank())
+    ranks = join(target)
+    trainer = Trainer.start(plan, start, data.tokens, table, target, ranks)
+    provenance = fresh_provenance(start, data.digest, plan)
+    with progress(0, plan.steps) if ranks.leads else _quiet(0, plan.steps) as on_step:
+        written = run_updates(
+            trainer,
+            plan,
+            0,
+            output,
+            start,
+            provenance,
+            held_out,
+            on_step,
+            timing=timing,
+            corpus=data,
+        )
+    return written if ranks.leads else None
+
+
+def resume(
+    checkpoint: Path,
+    corpus: Path,
+    output: Path,
+    steps: int,
+    compute: Compute = Compute(),
+    eval_corpus: Path | None = None,
+    eval_every: int | None = None,
+    checkpoint_every: int | None = None,
+    keep_checkpoints: int | None = None,
+    progress: Progress = _quiet,
+    timing: Path | None = None,
+) -> list[Path] | None:
+    """Continue `checkpoint` to `steps` with its own plan, optimizer state, data position and
+    thread count, writing checkpoints into `output`; the run equals the uninterrupted one.
+    `timing` is as `train`'s.
+
+    Returns the checkpoints written, or None in a process that does not report. A resume on
+    another torch version, processor or GPU warns with an `EnvironmentWarning` and goes on.
+    """
+    state = read_checkpoint(checkpoint)
+    record = state.record
+    if state.model.tokenizer.digest != record.get("tokenizer_digest"):
+        raise Refusal(
+            f"{checkpoint / TOKENIZER_FILE} is not the tokenizer {checkpoint} was trained with"
+        )
+    data = Corpus.open(corpus)
+    if data.digest != record.get("corpus_digest"):
+        raise Refusal(
+            f"{corpus} holds corpus {data.digest}, and this checkpoint was trained on corpus "
+            f"{record.get('corpus_digest')}; resume on the same corpus"
+        )
+    done = state.step
+    if steps <= done:
+        raise Refusal(f"--steps {steps} is not past the {done} steps already done")
+    if record.get("generator") != GENERATOR:
+        named = record.get("generator") or "no named generator"
+        raise Refusal(
+            f"this checkpoint's {done} steps drew their window order and dropout masks from "
+            f"{named}, and this build draws from {GENERATOR}; a resume would not continue the "
+            "same run"
+        )
+    plan = _continued_plan(
+        checkpoint, record, steps, eval_every, checkpoint_every, keep_checkpoints
+    )
+    if run_as_workers(compute.processes, plan):
+        return None
+    table = check_data(data, state.model, plan.context)
+    check_held_out(eval_corpus, eval_every)
+    held_out = open_held_out(eval_corpus, state.model, plan.context)
+    target = resolve_device(compute.device, compute.ordinal, plan.precision, local_rank())
+    reasons = match_environment(checkpoint, record.get("environment", {}), target)
+    ranks = join(target)
+    for reason in reasons if ranks.leads else []:
+        warnings.warn(reason, EnvironmentWarning, stacklevel=2)
+    trainer = Trainer.restore(plan, state, data.tokens, table, target, ranks)
+    with progress(done, steps) if ranks.leads else _quiet(done, steps) as on_step:
+        written = run_updates(
+            trainer,
+            plan,
+            done,
+            output,
+            state.model,
+            state.provenance,
+            held_out,
+            on_step,
+            continues=record["files"],
+            timing=timing,
+            corpus=data,
+        )
+    return written if ranks.leads else None
+
+
+def _continued_plan(
+    checkpoint: Path,
+    record: dict,
+    steps: int,
+    eval_every: int | None,
+    checkpoint_every: int | None,
+    keep_checkpoints: int | None,
+) -> RunPlan:
+    """The checkpoint's recorded plan, taken to `steps` with this resume's scoring and writing."""
+    try:
+        plan = RunPlan.from_hyperparameters(
+            record["hyperparameters"],
+            steps=steps,
+            eval_every=eval_every,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoints=keep_checkpoints,
+        )
+        plan.validate()
+    except (KeyError, TypeError) as error:
+        raise Refusal(
+            f"{checkpoint} records hyperparameters this build cannot read: {error}"
+        ) from None
+    return plan
