@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from zrodlo.training.loop import WATCHED
+from zrodlo.training.environment import WATCHED
 
 ROOT = Path(__file__).resolve().parent.parent
 EXACT_EVERYWHERE = (

@@ -31,9 +31,11 @@ import torch
 
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.draws.chacha import GENERATOR
-from zrodlo.model.gpt import GPT, ModelConfig
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import Model
+from zrodlo.model.gpt import GPT
 from zrodlo.storage.outputs import new_directory
-from zrodlo.training.checkpoint import Model, read_checkpoint, write_checkpoint
+from zrodlo.training.checkpoint import read_checkpoint, write_checkpoint
 
 SIZES = {
     "medium": {"d_model": 256, "layers": 6, "heads": 8, "d_ff": 1024},

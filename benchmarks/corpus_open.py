@@ -21,8 +21,9 @@ from pathlib import Path
 import measure
 from prepare import generate
 
-from zrodlo.data.corpus import TOKENS_FILE, Corpus, prepare_corpus
+from zrodlo.data.corpus import TOKENS_FILE, Corpus
 from zrodlo.data.documents import read_documents
+from zrodlo.data.preparation import prepare_corpus
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.storage.digest import file_sha256
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import measure
 from prepare import generate
 
-from zrodlo.data.corpus import prepare_corpus
 from zrodlo.data.documents import read_documents
+from zrodlo.data.preparation import prepare_corpus
 from zrodlo.data.tokenizer import CharTokenizer
 
 # The sizes of benchmarks/train.py, with micro-batches that 1, 2 and 4 processes divide.

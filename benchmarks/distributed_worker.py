@@ -21,10 +21,10 @@ from train import SEED, model_config, plan_for
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.tokenizer import CharTokenizer
-from zrodlo.model.gpt import initial_weights
-from zrodlo.training.checkpoint import Model
-from zrodlo.training.loop import check_data
+from zrodlo.model.directory import Model
+from zrodlo.model.weights import initial_weights
 from zrodlo.training.ranks import Ranks, join
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 CPU = torch.device("cpu")

@@ -28,8 +28,10 @@ import torch
 import torch.nn.functional as F
 from reference import TorchGPT, check_same_function
 
+from zrodlo.model.config import ModelConfig
 from zrodlo.model.dropout import Site, StepMasks
-from zrodlo.model.gpt import GPT, ModelConfig, initial_weights
+from zrodlo.model.gpt import GPT
+from zrodlo.model.weights import initial_weights
 
 VOCAB = 100
 SIZES = {

@@ -42,13 +42,15 @@ from reference import TorchGPT
 from train import PlainLoop
 
 from zrodlo.data.corpus import Corpus
-from zrodlo.draws import chacha
+from zrodlo.model.config import ModelConfig, parameter_count
 from zrodlo.model.device import make_deterministic
+from zrodlo.model.directory import Model
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.gpt import GPT, ModelConfig, initial_weights, parameter_count
-from zrodlo.training.checkpoint import Model, read_model
-from zrodlo.training.loop import check_data
+from zrodlo.model.gpt import GPT
+from zrodlo.model.weights import initial_weights
+from zrodlo.training.checkpoint import read_model
 from zrodlo.training.plan import RunPlan
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +112,7 @@ def check_masks(device: torch.device) -> dict:
         for layer, site, shape in shapes:
             count = int(np.prod(shape))
             stream, p = masks.stream(layer, site), rate(config, site)
-            drawn.append(chacha._keep_mask_on_device(stream, 0, count, p, device, fused))
+            drawn.append(masks._keep_mask_on_device(stream, 0, count, p, device, fused))
         torch.cuda.synchronize(device)
         return drawn
 
@@ -119,7 +121,7 @@ def check_masks(device: torch.device) -> dict:
     compile_s = time.perf_counter() - started
     for (layer, site, shape), mask in zip(shapes, fused, strict=True):
         count = int(np.prod(shape))
-        expected = chacha.keep_mask_tensor(
+        expected = masks.keep_mask_tensor(
             masks.stream(layer, site), 0, count, rate(config, site), cpu
         )
         equal &= torch.equal(mask.cpu(), expected)

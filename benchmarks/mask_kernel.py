@@ -18,7 +18,6 @@ import measure
 import torch
 from dropout import SIZES, mask_shapes, model_config, rate
 
-from zrodlo.draws import chacha
 from zrodlo.model.dropout import StepMasks
 
 STEP = 3
@@ -34,9 +33,9 @@ def draw_all(config, size: dict, device: torch.device, fused: bool | None) -> li
             count *= extent
         stream, p = masks.stream(layer, site), rate(config, site)
         if fused is None:
-            drawn.append(chacha.keep_mask_tensor(stream, 0, count, p, torch.device("cpu")))
+            drawn.append(masks.keep_mask_tensor(stream, 0, count, p, torch.device("cpu")))
         else:
-            drawn.append(chacha._keep_mask_on_device(stream, 0, count, p, device, fused))
+            drawn.append(masks._keep_mask_on_device(stream, 0, count, p, device, fused))
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return drawn

@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zrodlo.model.gpt import GPT, ModelConfig
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.gpt import GPT
 
 
 class Attention(nn.Module):

@@ -36,13 +36,17 @@ import measure
 import numpy as np
 import torch
 
-from zrodlo.data.corpus import Corpus, prepare_corpus
+from zrodlo.data.corpus import Corpus
+from zrodlo.data.preparation import prepare_corpus
 from zrodlo.data.tokenizer import CharTokenizer
-from zrodlo.model.gpt import ModelConfig, initial_weights
-from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record, write_model
-from zrodlo.training.loop import check_data, fresh_provenance, run_updates
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import write_model
+from zrodlo.model.weights import initial_weights
+from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record
+from zrodlo.training.loop import fresh_provenance, run_updates
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import RunLog
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"

@@ -40,14 +40,20 @@ import torch.nn.functional as F
 from checkpoint_io import against_raw
 from reference import TorchGPT
 
-from zrodlo.data.corpus import Corpus, prepare_corpus
+from zrodlo.data.corpus import Corpus
+from zrodlo.data.preparation import prepare_corpus
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.draws.chacha import GENERATOR
-from zrodlo.model.gpt import GPT, ModelConfig, initial_weights
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import Model, write_model
+from zrodlo.model.gpt import GPT
+from zrodlo.model.weights import initial_weights
 from zrodlo.storage.outputs import new_directory
-from zrodlo.training.checkpoint import Model, write_checkpoint, write_model
-from zrodlo.training.loop import check_data, environment, fresh_provenance
+from zrodlo.training.checkpoint import write_checkpoint
+from zrodlo.training.environment import environment
+from zrodlo.training.loop import fresh_provenance
 from zrodlo.training.plan import RunPlan
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"

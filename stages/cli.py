@@ -8,6 +8,7 @@ import time
 import warnings
 
 import typer
+
 from zrodlo.stages import (
     assign,
     diff,
@@ -23,7 +24,6 @@ from zrodlo.stages import (
     tokenizer,
     train,
 )
-
 from zrodlo.storage.refusal import (
     LOST_CONTACT_STATUS,
     QUIET_ON_LOST_CONTACT,

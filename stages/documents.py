@@ -7,13 +7,8 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.data.sources import (
-    DEFAULT_PACKAGE_FOLDER,
-    DEFAULT_TORCH,
-    source_documents,
-    write_default_documents,
-    write_documents,
-)
+from zrodlo.data.sources import source_documents, write_documents
+from zrodlo.data.torch_docs import DEFAULT_PACKAGE_FOLDER, DEFAULT_TORCH, write_default_documents
 from zrodlo.storage.outputs import new_file
 
 TORCH_DOCS_EXAMPLE = "Example: zrodlo documents torch-docs --output data/documents.jsonl"

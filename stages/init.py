@@ -37,9 +37,10 @@ def init(
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.data.tokenizer import CharTokenizer
     from zrodlo.draws.chacha import check_seed
-    from zrodlo.model.gpt import ModelConfig, initial_weights, parameter_count
+    from zrodlo.model.config import ModelConfig, parameter_count
+    from zrodlo.model.directory import write_model
+    from zrodlo.model.weights import initial_weights
     from zrodlo.storage.outputs import check_new_directory, new_directory
-    from zrodlo.training.checkpoint import write_model
 
     check_new_directory(output)
     fitted = CharTokenizer.load(tokenizer)

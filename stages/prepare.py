@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.data.corpus import prepare as prepare_corpus
+from zrodlo.data.preparation import prepare as prepare_corpus
 
 EXAMPLE = (
     "Example: zrodlo corpus prepare --documents pools/train.jsonl --tokenizer tokenizer "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+
 from zrodlo.stages import options
 
 EXAMPLE = (
@@ -35,7 +36,6 @@ def resume(
     processes that divides a step's micro-batches."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.stages.progress import step_display
-
     from zrodlo.training.runs import Compute, resume
 
     compute = Compute(device, ordinal, processes)

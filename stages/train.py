@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+
 from zrodlo.stages import options
 
 EXAMPLE = (
@@ -106,7 +107,6 @@ def train_command(
     is the one-process run to the bit."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.stages.progress import step_display
-
     from zrodlo.training.plan import RunPlan
     from zrodlo.training.runs import Compute, train
 

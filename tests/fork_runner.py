@@ -21,6 +21,7 @@ import tempfile
 import time
 
 import torch
+
 from zrodlo.stages.cli import main
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from zrodlo.stages.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent

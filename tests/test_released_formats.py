@@ -34,7 +34,7 @@ def same_processor() -> bool:
     promise of equal bytes holds on the same processor and CPU kernels (README)."""
     import torch
 
-    from zrodlo.training.loop import environment
+    from zrodlo.training.environment import environment
 
     here, there = environment(torch.device("cpu")), recorded_environment()
     return all(here[key] == there[key] for key in ("processor", "cpu_capability", "torch"))

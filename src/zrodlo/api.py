@@ -17,7 +17,7 @@ Each does what its command does, with the same checks and the same refusals (rai
     export(Path("my-run/step-200"), Path("exported"))
 """
 
-from zrodlo.data.corpus import prepare
+from zrodlo.data.preparation import prepare
 from zrodlo.evaluation.evaluate import evaluate
 from zrodlo.evaluation.export import export
 from zrodlo.evaluation.sample import sample

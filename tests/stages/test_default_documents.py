@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from zrodlo.data.documents import read_documents
-from zrodlo.data.sources import DEFAULT_DOCUMENTS_SHA256, DEFAULT_PACKAGE_FOLDER, DEFAULT_TORCH
+from zrodlo.data.torch_docs import DEFAULT_DOCUMENTS_SHA256, DEFAULT_PACKAGE_FOLDER, DEFAULT_TORCH
 
 ROOT = Path(__file__).resolve().parents[2]
 ZRODLO = Path(sys.executable).parent / "zrodlo"

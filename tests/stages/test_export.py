@@ -14,11 +14,13 @@ import torch
 import torch.nn.functional as F
 from safetensors import safe_open
 
+from zrodlo.data.batches import collate
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.tokenizer import CharTokenizer
-from zrodlo.data.windows import build_windows, collate
+from zrodlo.data.windows import build_windows
+from zrodlo.model.directory import MODEL_FILES
 from zrodlo.model.gpt import GPT
-from zrodlo.training.checkpoint import MODEL_FILES, read_model
+from zrodlo.training.checkpoint import read_model
 
 transformers = pytest.importorskip("transformers")  # the hf extra, which the test extra includes
 

@@ -12,7 +12,8 @@ import pytest
 from safetensors.torch import load_file
 
 from zrodlo.data.tokenizer import CharTokenizer
-from zrodlo.model.gpt import ModelConfig, initial_weights
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.weights import initial_weights
 
 SHAPE = {"layers": 1, "heads": 2, "d-model": 8, "d-ff": 16, "positions": 8}
 # sha256 of model.safetensors for SHAPE, vocab_size 6 and --seed 7: the ChaCha20 draws are the

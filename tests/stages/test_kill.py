@@ -23,7 +23,8 @@ import torch
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.training.checkpoint import read_checkpoint, read_model
-from zrodlo.training.loop import check_data, fresh_provenance, run_updates
+from zrodlo.training.loop import fresh_provenance, run_updates
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 FULL = os.environ.get("ZRODLO_FULL_TESTS") == "1"

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.model.directory import write_model
 from zrodlo.storage.digest import json_sha256
-from zrodlo.training.checkpoint import read_model, write_model
+from zrodlo.training.checkpoint import read_model
 
 
 @pytest.mark.parametrize("command", ["sample", "report"])

@@ -84,6 +84,7 @@ def zrodlo_in_process(*args: object) -> str:
     """Run a command of the console script in this process (torch is imported once for all of
     them); it must succeed. Its stdout."""
     from typer.testing import CliRunner
+
     from zrodlo.stages.cli import app
 
     result = CliRunner().invoke(app, [str(arg) for arg in args], catch_exceptions=False)

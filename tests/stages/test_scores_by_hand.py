@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from zrodlo.training.checkpoint import read_model, write_model
+from zrodlo.model.directory import write_model
+from zrodlo.training.checkpoint import read_model
 
 DOCUMENTS = {"first": "ab", "second": "ba"}
 WEIGHTS = (1, 1, 2, 3, 4)  # UNK, BOS, EOS, a, b: p(token) = weight / 11

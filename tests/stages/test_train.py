@@ -20,13 +20,16 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from oracles import window_order
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.tokenizer import CharTokenizer
-from zrodlo.data.windows import build_windows, window_order
+from zrodlo.data.windows import build_windows
 from zrodlo.draws.chacha import GENERATOR
-from zrodlo.model.gpt import GPT, initial_weights
+from zrodlo.model.directory import write_model
+from zrodlo.model.gpt import GPT
+from zrodlo.model.weights import initial_weights
 from zrodlo.storage.digest import file_sha256, json_sha256
-from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record, write_model
+from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record
 from zrodlo.training.schedule import Schedule
 from zrodlo.training.score import score
 from zrodlo.training.step import windows_digest

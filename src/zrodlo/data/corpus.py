@@ -8,49 +8,35 @@ A corpus directory holds three files:
   token, the sha256 of the source, of tokens.bin and of documents.arrow, and the sha256 of its own
   canonical content (`manifest_sha256`).
 
-Preparation streams the documents in bounded batches, read, checked and encoded with array
-operations in a child process (`zrodlo.data.encoding`), while this process writes and hashes them.
-Opening a corpus trusts no recorded digest: corpus.json is checked against its own digest and
-documents.arrow against its sha256; tokens.bin, the corpus digest and the largest token are checked
-by one pass that reads the file, not the map, a buffer at a time. A corpus of up to 32 MiB of
-tokens takes that pass as it opens, so it is refused before anything else happens; a larger one
-takes it on a second thread (`Corpus.verify`), so that opening costs what the document list costs
-whatever the size of the tokens. A run steps while that pass goes on, writes no record or
-checkpoint until it has passed (`zrodlo.training.loop`), and refuses a token outside its vocabulary in any
-batch it reads. Preparation's writes and the second thread's reads drop their pages from the page
-cache behind them (`_drop_behind`), so that a corpus of any size passes through the cache without
-filling it.
-
-The corpus digest is taken over content only, in this canonical byte form, document after document:
-the id's UTF-8 length (u64 LE), the id's bytes, the token count (u64 LE) and the tokens (u32 LE each),
-after the prefix `zrodlo-corpus-v1`. The same content has the same digest whatever the file's
-layout, token width or path: it is the digest corpora of the earlier Arrow layout recorded.
+Preparation (`zrodlo.data.preparation`) writes them. Opening a corpus trusts no recorded digest:
+corpus.json is checked against its own digest and documents.arrow against its sha256; tokens.bin,
+the corpus digest (`zrodlo.data.verification`) and the largest token are checked by one pass that
+reads the file, not the map, a buffer at a time. A corpus of up to 32 MiB of tokens takes that pass
+as it opens, so it is refused before anything else happens; a larger one takes it on a second
+thread (`Corpus.verify`), so that opening costs what the document list costs whatever the size of
+the tokens. A run steps while that pass goes on, writes no record or checkpoint until it has passed
+(`zrodlo.training.loop`), and refuses a token outside its vocabulary in any batch it reads. The
+pass on a second thread drops the pages it has read from the page cache behind it, so that a
+corpus of any size passes through the cache without filling it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import mmap
-import os
-import struct
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from zrodlo.data.encoding import encoded_batches
-from zrodlo.data.tokenizer import UNK, CharTokenizer
+from zrodlo.data.verification import verify_tokens
 from zrodlo.storage import jsonfile
-from zrodlo.storage.digest import file_sha256, json_sha256, write_json
-from zrodlo.storage.outputs import check_new_directory, new_directory
+from zrodlo.storage.digest import file_sha256, json_sha256
 from zrodlo.storage.refusal import Refusal
 
 # 2: corpus.json carries manifest_sha256, the digest of its own content.
@@ -60,9 +46,6 @@ TOKENS_FILE = "tokens.bin"
 DOCUMENTS_FILE = "documents.arrow"
 MANIFEST_FILE = "corpus.json"
 DOCUMENTS_SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.int64())])
-_DIGEST_PREFIX = b"zrodlo-corpus-v1"
-_BATCH_CHARACTERS = 1 << 22
-_VERIFY_TOKENS = 1 << 22  # tokens a verifying pass reads at a time
 # A corpus up to this size is verified as it is opened (about 0.1 s here); a larger one on a
 # second thread while the run steps (`Corpus.verify`), so that opening costs the same at any size.
 _VERIFY_AT_OPEN_BYTES = 1 << 25
@@ -71,151 +54,6 @@ _VERIFY_AT_OPEN_BYTES = 1 << 25
 def token_type(vocab_size: int) -> str:
     """The narrowest little-endian unsigned type that holds every token of the vocabulary."""
     return "uint16" if vocab_size <= 1 << 16 else "uint32"
-
-
-class ContentDigest:
-    """The running corpus digest over (id, tokens) pairs in the canonical byte form."""
-
-    def __init__(self) -> None:
-        self._hash = hashlib.sha256(_DIGEST_PREFIX)
-
-    def update(self, ids: list[str], tokens: np.ndarray, offsets: np.ndarray) -> None:
-        """Add documents: ids (k,), their tokens flat (N,), offsets (k+1,) into tokens."""
-        data = canonical_tokens(tokens)
-        for i, doc_id in enumerate(ids):
-            start, end = int(offsets[i]), int(offsets[i + 1])
-            self.begin(doc_id, end - start)
-            self.add(data[start:end])
-
-    def begin(self, doc_id: str, count: int) -> None:
-        """Start a document of `count` tokens; `add` then gives its tokens, in one piece or more."""
-        encoded = doc_id.encode("utf-8")
-        self._hash.update(struct.pack("<Q", len(encoded)) + encoded + struct.pack("<Q", count))
-
-    def add(self, canonical: np.ndarray) -> None:
-        """Tokens of the current document in canonical form (`canonical_tokens`)."""
-        self._hash.update(canonical.data)
-
-    def hexdigest(self) -> str:
-        return self._hash.hexdigest()
-
-
-def canonical_tokens(tokens: np.ndarray) -> np.ndarray:
-    """Tokens as the corpus digest reads them: u32 little-endian (a view where they already are)."""
-    return np.ascontiguousarray(tokens).astype("<u4", copy=False)
-
-
-def prepare(documents: Path, tokenizer: Path, output: Path) -> dict:
-    """Encode a documents file with the tokenizer (or model) directory `tokenizer` into the new
-    corpus directory `output`; return its manifest, as corpus.json records it."""
-    check_new_directory(output)
-    fitted = CharTokenizer.load(tokenizer)
-    with new_directory(output) as partial:
-        return prepare_corpus(documents, fitted, partial)
-
-
-def _write_through(sink: BinaryIO, tokens: np.ndarray) -> None:
-    """Write a batch, wait for the disk to hold it, and drop what is written behind
-    (`_drop_behind`): the disk writes while the next batch is encoded, instead of all at once in
-    the sync that closes the corpus."""
-    sink.write(tokens.data)
-    sink.flush()
-    os.fdatasync(sink.fileno())
-    _drop_behind(sink, sink.tell())
-
-
-def _drop_behind(handle: BinaryIO, end: int) -> None:
-    """Let a file's first `end` bytes, written to disk or read, go from the page cache.
-
-    A pass over a whole corpus (preparation's writes, the verifying pass's reads) uses each byte
-    once; dropping its pages behind it leaves the page cache as it was whatever the corpus's
-    size, and the next buffer goes into pages just freed. Growing the cache instead costs the
-    kernel several times the copy itself where memory is lent by a host that takes idle pages back
-    (on a two-core virtual machine: 7 to 12 s of system time to write 3.5 GB, against 1.3 to 1.6 s
-    dropped behind). The kernel keeps some pages it was just done with, so each call asks again
-    for everything from the start; pages already gone cost nothing. A run's windows are then read
-    from disk once and stay cached from there."""
-    if end > 0 and hasattr(os, "posix_fadvise"):  # Linux; elsewhere the pages stay cached
-        os.posix_fadvise(handle.fileno(), 0, end, os.POSIX_FADV_DONTNEED)
-
-
-def prepare_corpus(
-    documents: Path,
-    tokenizer: CharTokenizer,
-    output: Path,
-    batch_characters: int = _BATCH_CHARACTERS,
-) -> dict:
-    """Encode a documents file into the directory `output`; return the manifest written there.
-
-    A child process reads, checks and encodes the documents (`zrodlo.data.encoding`); this process
-    writes and hashes what it sends, on threads that release the GIL: the source file's digest,
-    each batch's content digest and the digest of its stored bytes, and the write of those bytes,
-    which waits on the disk once the page cache is full of them. At most one batch is still being
-    written and hashed while the next arrives, so memory stays bounded by a few batches whatever
-    the input size.
-    """
-    dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
-    content, tokens_hash = ContentDigest(), hashlib.sha256()
-    count = characters = unknown = largest = 0
-    with (
-        # Closed on the way out, however it goes: no child outlives the preparation.
-        contextlib.closing(
-            encoded_batches(documents, tokenizer, dtype, batch_characters)
-        ) as batches,
-        ThreadPoolExecutor(max_workers=2) as hashing,
-        ThreadPoolExecutor(max_workers=1) as writing,
-    ):
-        source_digest = hashing.submit(file_sha256, documents)
-        pending: list[Future] = []
-        previous = None
-        with (
-            open(output / TOKENS_FILE, "wb") as sink,
-            pa.OSFile(str(output / DOCUMENTS_FILE), "wb") as listing,
-            ipc.new_file(listing, DOCUMENTS_SCHEMA) as writer,
-        ):
-            for batch in batches:
-                ids, tokens, sizes = batch.ids, batch.tokens, batch.sizes
-                offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
-                np.cumsum(sizes, out=offsets[1:])
-                columns = [pa.array(ids, pa.string()), pa.array(sizes, pa.int64())]
-                writer.write_batch(pa.record_batch(columns, DOCUMENTS_SCHEMA))
-                for done in pending:  # the batch before: its bytes written and hashed, in order
-                    done.result()
-                if previous is not None:
-                    previous.done()
-                count += len(ids)
-                characters += len(tokens) - 2 * len(ids)
-                unknown += int(np.count_nonzero(tokens == UNK))
-                largest = max(largest, int(tokens.max()))
-                pending = [
-                    writing.submit(_write_through, sink, tokens),
-                    hashing.submit(content.update, ids, tokens, offsets),
-                    hashing.submit(tokens_hash.update, tokens.data),
-                ]
-                previous = batch
-            for done in pending:
-                done.result()
-    if count == 0:
-        raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "tokenizer_digest": tokenizer.digest,
-        "corpus_digest": content.hexdigest(),
-        "documents": count,
-        "characters": characters,
-        "tokens": characters + 2 * count,
-        "targets": characters + count,
-        "unknown_tokens": unknown,
-        "unknown_rate": unknown / characters,
-        "token_type": token_type(tokenizer.vocab_size),
-        "largest_token": largest,
-        "source": {"path": str(documents), "sha256": source_digest.result()},
-        "tokens_sha256": tokens_hash.hexdigest(),
-        "documents_sha256": file_sha256(output / DOCUMENTS_FILE),
-    }
-    manifest["manifest_sha256"] = json_sha256(manifest)
-    write_json(output / MANIFEST_FILE, manifest)
-    return manifest
 
 
 @dataclass(frozen=True)
@@ -362,59 +200,10 @@ def _read_listing(documents_file: Path, columns: list[str]) -> pa.Table:
 
 
 def _verify(path: Path, manifest: dict, offsets: np.ndarray, drop_behind: bool) -> None:
-    """One pass over tokens.bin, a buffer at a time: its sha256, the corpus digest and the largest
-    token, each against corpus.json; a Refusal names the first that differs. With `drop_behind`
-    the pages read leave the page cache as the pass goes; without, they stay for the run to read."""
-    tokens_file, manifest_file = path / TOKENS_FILE, path / MANIFEST_FILE
+    """The verifying pass over tokens.bin (`verification.verify_tokens`), with the ids of
+    documents.arrow; with `drop_behind` the pages read leave the page cache as the pass goes."""
     ids = _read_listing(path / DOCUMENTS_FILE, columns=["id"]).column("id").to_pylist()
-    lengths = np.diff(offsets).tolist()
-    dtype = np.dtype(manifest["token_type"]).newbyteorder("<")
-    file_hash, content = hashlib.sha256(), ContentDigest()
-    largest, document, remaining = 0, 0, 0  # remaining: tokens of `document` still to come
-    buffer = np.empty(_VERIFY_TOKENS, dtype)  # (T,) as stored, filled again for each read
-    wide = np.empty(_VERIFY_TOKENS, "<u4")  # (T,) the same in canonical form
-    start = 0  # where the buffer being read starts in the file
-    with open(tokens_file, "rb") as handle:
-        while size := handle.readinto(memoryview(buffer).cast("B")):
-            if drop_behind:
-                _drop_behind(handle, start)
-            start += size
-            read = buffer[: size // dtype.itemsize]
-            file_hash.update(read.data)
-            largest = max(largest, int(read.max()))
-            if read.dtype == wide.dtype:
-                canonical = read
-            else:
-                canonical = wide[: len(read)]
-                np.copyto(canonical, read)
-            at = 0
-            while at < len(canonical):
-                if remaining == 0:  # a document starts here (the file holds no empty ones)
-                    content.begin(ids[document], lengths[document])
-                    remaining = lengths[document]
-                    document += 1
-                taken = min(remaining, len(canonical) - at)
-                content.add(canonical[at : at + taken])
-                at, remaining = at + taken, remaining - taken
-        if drop_behind:
-            _drop_behind(handle, start)
-    if file_hash.hexdigest() != manifest["tokens_sha256"]:
-        raise Refusal(
-            f"{tokens_file} has sha256 {file_hash.hexdigest()}, and {manifest_file} records "
-            f"{manifest['tokens_sha256']}; the corpus was changed after it was prepared"
-        )
-    if content.hexdigest() != manifest["corpus_digest"]:
-        raise Refusal(
-            f"{tokens_file} holds corpus {content.hexdigest()}, and {manifest_file} records "
-            f"corpus {manifest['corpus_digest']}; the manifest is not this corpus's, so "
-            "prepare the corpus again"
-        )
-    if largest != manifest["largest_token"]:
-        raise Refusal(
-            f"{tokens_file} holds tokens up to {largest}, and {manifest_file} records "
-            f"{manifest['largest_token']}; the manifest is not this corpus's, so prepare the "
-            "corpus again"
-        )
+    verify_tokens(path / TOKENS_FILE, path / MANIFEST_FILE, manifest, ids, offsets, drop_behind)
 
 
 _NEEDED = (

@@ -1,16 +1,15 @@
-"""Training windows: where they lie in a corpus, the order a run reads them in, and their batches.
+"""Training windows: where they lie in a corpus, and the order a run reads them in.
 
 A window of --context C holds up to C tokens of one document: the model reads the first C-1 and
 is scored on the next token at each of them. Inside a document of L tokens (BOS c1..cn EOS, so
 L-1 targets) windows start at 0, C-1, 2(C-1), ... and never cross into the next document, so every
 target (each character and the EOS) is scored exactly once and BOS only ever is input. The last
-window of a document may hold fewer targets; a batch pads it on the right with EOS as input and
-IGNORED as target, which causal attention cannot see from the real positions before it.
+window of a document may hold fewer targets, and its batch pads it (`zrodlo.data.batches`).
 
 Step n reads positions n*B .. n*B+B-1 of an endless stream of passes over the W windows; position
 q is window order_p(q mod W) of pass p = q div W, where order_p is the identity, or with shuffling a
-keyed bijection of range(W) drawn from (seed, p) alone (`chacha.bijection`), evaluated at just the
-positions a step reads. So every step has exactly B windows, any step can be computed without the
+keyed bijection of range(W) drawn from (seed, p) alone (`zrodlo.draws.bijection`), evaluated at
+just the positions a step reads. So every step has exactly B windows, any step can be computed without the
 ones before it (a resumed run needs only its step count), and neither costs memory or time that
 grows with W.
 """
@@ -18,12 +17,10 @@ grows with W.
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from zrodlo.data.tokenizer import EOS  # also the input at padded positions
-from zrodlo.draws import chacha
+from zrodlo.draws.bijection import bijection
+from zrodlo.draws.chacha import Purpose, Stream
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.loss import IGNORED
 
 
 def check_context(context: int) -> None:
@@ -100,17 +97,9 @@ def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
     return WindowTable(first_window, offsets[:-1], doc_targets, context)
 
 
-def window_order(count: int, pass_index: int, seed: int, shuffle: bool) -> np.ndarray:
-    """The whole order (count,) int64 in which pass `pass_index` reads the windows: corpus order
-    without shuffling, otherwise the keyed bijection of (seed, pass) at every position. A run
-    never needs it whole; `WindowStream` evaluates the positions of one step."""
-    if not shuffle:
-        return np.arange(count, dtype=np.int64)
-    return chacha.permutation(_pass_stream(seed, pass_index), count)
-
-
-def _pass_stream(seed: int, pass_index: int) -> chacha.Stream:
-    return chacha.Stream(seed, chacha.Purpose.WINDOW_ORDER, a=pass_index)
+def pass_stream(seed: int, pass_index: int) -> Stream:
+    """The stream whose keyed bijection orders pass `pass_index` of a shuffled run."""
+    return Stream(seed, Purpose.WINDOW_ORDER, a=pass_index)
 
 
 class WindowStream:
@@ -136,40 +125,5 @@ class WindowStream:
         out = np.empty(self.batch_size, dtype=np.int64)  # (B,)
         for p in np.unique(passes).tolist():  # one or two passes, not one iteration per window
             here = passes == p
-            out[here] = chacha.bijection(_pass_stream(self.seed, p), self.count, within[here])
+            out[here] = bijection(pass_stream(self.seed, p), self.count, within[here])
         return out
-
-
-def collate(
-    tokens: np.ndarray,
-    table: WindowTable,
-    indices: np.ndarray,
-    device: torch.device | str | None = None,
-    vocab_size: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch of windows `indices`: inputs and targets, each (B, C-1) int64.
-
-    inputs[i, j] = tokens[start + j] and targets[i, j] = tokens[start + j + 1] for j below the
-    window's target count; beyond it inputs are EOS and targets IGNORED. The width is always C-1,
-    so every batch has the same shape whatever its windows. With `vocab_size`, a token outside
-    the vocabulary is refused: a run reads a corpus before its digests are all checked.
-    """
-    context = table.context
-    starts, counts = table.locate(indices)  # (B,) each
-    offset = np.arange(context, dtype=np.int64)  # (C,)
-    # Clamp each position to the window's last target so the gather never reads past its
-    # document (nor past the corpus); the clamped positions are overwritten below.
-    positions = starts[:, None] + np.minimum(offset[None, :], counts[:, None])  # (B, C)
-    window = np.asarray(tokens[positions], dtype=np.int64)  # (B, C)
-    if vocab_size is not None and window.size and int(window.max()) >= vocab_size:
-        raise Refusal(
-            f"the corpus holds token {int(window.max())}, outside the model's vocab_size "
-            f"{vocab_size}"
-        )
-    valid = offset[None, : context - 1] < counts[:, None]  # (B, C-1)
-    inputs = np.where(valid, window[:, :-1], EOS)  # (B, C-1)
-    targets = np.where(valid, window[:, 1:], IGNORED)  # (B, C-1)
-    inputs_t, targets_t = torch.from_numpy(inputs), torch.from_numpy(targets)
-    if device is not None:
-        inputs_t, targets_t = inputs_t.to(device), targets_t.to(device)
-    return inputs_t, targets_t

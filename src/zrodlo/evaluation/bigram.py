@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zrodlo.data.batches import IGNORED, collate
 from zrodlo.data.corpus import release_pages
-from zrodlo.data.windows import WindowTable, collate
-from zrodlo.training.loss import IGNORED
+from zrodlo.data.windows import WindowTable
 from zrodlo.training.score import Score
 
 

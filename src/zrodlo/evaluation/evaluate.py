@@ -9,12 +9,12 @@ from pathlib import Path
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.evaluation.bigram import Bigram
+from zrodlo.model.config import parameter_count
 from zrodlo.model.device import resolve_device
-from zrodlo.model.gpt import GPT, parameter_count
+from zrodlo.model.gpt import GPT
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_model
-from zrodlo.training.loop import check_data
-from zrodlo.training.score import score
+from zrodlo.training.score import check_data, score
 
 
 def evaluate(

@@ -22,7 +22,8 @@ import torch
 from safetensors.torch import save_file
 
 from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer
-from zrodlo.model.gpt import NORM_EPS, ModelConfig
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.gpt import NORM_EPS
 from zrodlo.storage.digest import write_json
 from zrodlo.storage.outputs import new_directory
 from zrodlo.storage.refusal import Refusal

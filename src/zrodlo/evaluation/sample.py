@@ -14,11 +14,13 @@ import numpy as np
 import torch
 
 from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer
-from zrodlo.draws.chacha import Purpose, Stream, check_seed, uniform
+from zrodlo.draws.chacha import Purpose, Stream, check_seed
+from zrodlo.draws.floats import uniform
 from zrodlo.model.device import resolve_device
+from zrodlo.model.directory import check_tokenizer_fits
 from zrodlo.model.gpt import GPT
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.checkpoint import check_tokenizer_fits, read_model
+from zrodlo.training.checkpoint import read_model
 
 
 def check_sampling(tokens: int, temperature: float, top_k: int | None) -> None:

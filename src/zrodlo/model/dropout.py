@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from zrodlo.draws.chacha import Purpose, Stream, check_seed, drop_rate, keep_mask_tensor
+from zrodlo.draws.chacha import Purpose, Stream, check_seed
+from zrodlo.draws.masks import drop_rate, keep_mask_tensor
 
 
 class Site(enum.IntEnum):

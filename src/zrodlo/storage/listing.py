@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zrodlo.storage import tensorfile
+from zrodlo.storage import hashed, tensorfile
 from zrodlo.storage.refusal import Refusal
 
 # The most a file read whole may hold when it states no size of its own: a JSON file of Zrodlo's
@@ -34,7 +34,7 @@ def read_listed(
                 f"{path} holds {size} bytes, more than the {largest} a file of its kind holds; it "
                 f"was altered after {whole} was written"
             )
-    read = tensorfile.read_hashed([directory / name for name in files])
+    read = hashed.read_hashed([directory / name for name in files])
     contents = dict(zip(files, read, strict=True))
     for name, recorded in files.items():
         _, actual = contents[name]

@@ -12,54 +12,24 @@ checked.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
 import json
 import math
 import os
 import struct
-import sys
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO, NoReturn
+from typing import NoReturn
 
-import numpy as np
 import torch
 
-from zrodlo.storage import jsonfile
+from zrodlo.storage import hashed, jsonfile
 from zrodlo.storage.refusal import Refusal
 
 SUFFIX = ".safetensors"
 HEADER_LIMIT = 100_000_000  # the longest header the safetensors library accepts
-# What is hashed at a time, while the next is read or written: small enough that the hashing thread
-# finds it still in the cache the read or write just brought it into (1 MiB measured best on a 2 MiB
-# L2; 4 MiB hashed from memory and took 15% longer).
-_CHUNK = 1 << 20
 # The most parts one writev takes (IOV_MAX: 1024 on Linux).
 _MOST_PARTS = os.sysconf("SC_IOV_MAX")
-# How much a write lets pile up in the page cache before it asks the disk to start on it, so that
-# the disk writes while the rest is still being copied and hashed, not only in the closing fsync.
-_WRITEBACK = 4 << 20
-
-
-def _writeback_starter() -> Callable[[int, int, int, int], int] | None:
-    """Linux's sync_file_range, which starts writing a range of a file to disk and returns without
-    waiting (the standard library has no binding); None where there is none. It only starts the
-    writing early: the fsync that closes every write is what makes the file durable."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function
-
-
-_START_WRITEBACK = _writeback_starter()
-_SYNC_FILE_RANGE_WRITE = 2  # from <fcntl.h>: start writeback of dirty pages, do not wait
 
 # How safetensors orders tensors in a file: by dtype, in this order from last to first, then by
 # name. Writing in the same order gives the bytes `safetensors.torch.save` gives.
@@ -96,33 +66,33 @@ def write(files: dict[Path, dict[str, torch.Tensor]]) -> dict[Path, str]:
     chunk at a time, while a second thread hashes the chunk just written (both release the GIL).
     The files share that thread, so the next file is written while the last one's hash catches
     up, and the files are synced once all are written, while the hash is still running: by the
-    time it is done the disk has everything, and syncing the directory (`output.new_directory`
+    time it is done the disk has everything, and syncing the directory (`outputs.new_directory`
     does) waits for nothing. Every few MiB the disk is asked to start on what has piled up. A
     full disk is an OSError naming the file.
     """
     digests = {path: hashlib.sha256() for path in files}
     with contextlib.ExitStack() as open_files:
         hashing = open_files.enter_context(ThreadPoolExecutor(max_workers=1))
-        hashed, handles = [], []
+        pending, handles = [], []
         for path, tensors in files.items():
             handle = open_files.enter_context(open(path, "wb", buffering=0))
             handles.append(handle)
             written, started = 0, 0
             for chunk in _chunks(tensors):
-                hashed.append(hashing.submit(_update, digests[path], chunk))
-                written += _write_all(handle, chunk)
-                if written - started >= _WRITEBACK:
-                    _start_writeback(handle.fileno(), started, written - started)
+                pending.append(hashing.submit(hashed.update, digests[path], chunk))
+                written += hashed.write_all(handle, chunk)
+                if written - started >= hashed.WRITEBACK:
+                    hashed.start_writeback(handle.fileno(), started, written - started)
                     started = written
         for handle in handles:
             os.fsync(handle.fileno())
-        for done in hashed:
+        for done in pending:
             done.result()
     return {path: digest.hexdigest() for path, digest in digests.items()}
 
 
 def _chunks(tensors: dict[str, torch.Tensor]) -> list[list[memoryview]]:
-    """A safetensors file's bytes, in order, in chunks of about _CHUNK bytes: the header, then
+    """A safetensors file's bytes, in order, in chunks of about `hashed.CHUNK` bytes: the header, then
     views of the tensors' own memory, a large tensor cut in pieces and small ones gathered, so
     that a chunk is one system call and one hash call however many tensors it holds."""
     tensors = {name: t.detach().contiguous().cpu() for name, t in tensors.items()}
@@ -143,40 +113,14 @@ def _chunks(tensors: dict[str, torch.Tensor]) -> list[list[memoryview]]:
     pieces += [tensors[name].reshape(-1).view(torch.uint8).numpy().data for name in order]
     chunks, gathered, size = [], [], 0
     for piece in pieces:
-        for at in range(0, len(piece), _CHUNK):
-            part = piece[at : at + _CHUNK]
-            if gathered and (size + len(part) > _CHUNK or len(gathered) == _MOST_PARTS):
+        for at in range(0, len(piece), hashed.CHUNK):
+            part = piece[at : at + hashed.CHUNK]
+            if gathered and (size + len(part) > hashed.CHUNK or len(gathered) == _MOST_PARTS):
                 chunks.append(gathered)
                 gathered, size = [], 0
             gathered.append(part)
             size += len(part)
     return [*chunks, gathered] if gathered else chunks
-
-
-def _update(digest: hashlib._Hash, chunk: list[memoryview]) -> None:
-    for part in chunk:
-        digest.update(part)
-
-
-def _write_all(handle: BinaryIO, chunk: list[memoryview]) -> int:
-    """Write a chunk's parts, in one system call where the system takes them all at once (an
-    unbuffered write may take less than it is given); return the bytes written."""
-    total = sum(len(part) for part in chunk)
-    while chunk:
-        count = os.writev(handle.fileno(), chunk)
-        while chunk and count >= len(chunk[0]):
-            count -= len(chunk[0])
-            chunk = chunk[1:]
-        if count:
-            chunk = [chunk[0][count:], *chunk[1:]]
-    return total
-
-
-def _start_writeback(fd: int, begin: int, length: int) -> None:
-    """Ask the disk to start writing bytes begin..begin+length of a file, where the system can be
-    asked; a refusal is harmless, since the closing sync writes whatever is left."""
-    if _START_WRITEBACK is not None and length:
-        _START_WRITEBACK(fd, begin, length, _SYNC_FILE_RANGE_WRITE)
 
 
 def stated_size(path: Path) -> int | None:
@@ -202,30 +146,6 @@ def stated_size(path: Path) -> int | None:
         except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None
     return 8 + length + max(ends, default=0)
-
-
-def read_hashed(paths: list[Path]) -> list[tuple[memoryview, str]]:
-    """Each file's bytes in a writable buffer of its own, and their sha256.
-
-    The files are read a chunk at a time into memory never written before (no zeroing pass),
-    while a second thread hashes the chunks already read, so hashing costs no time of its own
-    where it keeps up with the disk. A file that shrinks while it is read gives the bytes it
-    had, which then fail their digest.
-    """
-    read = []
-    with ThreadPoolExecutor(max_workers=1) as hashing:  # leaving the block awaits every hash
-        for path in paths:
-            with open(path, "rb", buffering=0) as handle:
-                buffer = memoryview(np.empty(os.fstat(handle.fileno()).st_size, dtype=np.uint8))
-                digest, filled = hashlib.sha256(), 0
-                while filled < len(buffer):
-                    count = handle.readinto(buffer[filled : filled + _CHUNK])
-                    if not count:
-                        break
-                    hashing.submit(digest.update, buffer[filled : filled + count])
-                    filled += count
-            read.append((buffer[:filled], digest))
-    return [(buffer, digest.hexdigest()) for buffer, digest in read]
 
 
 def parse(path: Path, data: memoryview) -> dict[str, torch.Tensor]:

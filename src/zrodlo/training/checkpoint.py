@@ -1,17 +1,15 @@
-"""Model directories and training checkpoints on disk, written whole and read back checked.
+"""Training checkpoints on disk, written whole and read back checked.
 
-A model directory holds config.json, tokenizer.json and model.safetensors, and model.json, which
-lists the sha256 of those three: every read checks them, so a model directory without trainer.json
-is as verified as a checkpoint. A checkpoint `step-<n>/` adds optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json (the
-step, the run it belongs to, the run's hyperparameters, seed, generator, corpus and tokenizer
-digests, environment and the sha256 of every other file). trainer.json also carries the sha256 of its own canonical content, so
-an edited value is caught like an edited weight. No pickle anywhere: loading a stranger's checkpoint
-never runs code.
+A checkpoint `step-<n>/` holds a model directory's files (`zrodlo.model.directory`) and adds
+optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json (the step,
+the run it belongs to, the run's hyperparameters, seed, generator, corpus and tokenizer digests,
+environment and the sha256 of every other file). trainer.json also carries the sha256 of its own
+canonical content, so an edited value is caught like an edited weight. No pickle anywhere: loading a
+stranger's checkpoint never runs code.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -19,23 +17,26 @@ from pathlib import Path
 
 import torch
 
-from zrodlo.data.tokenizer import FILE_NAME as TOKENIZER_FILE
-from zrodlo.data.tokenizer import CharTokenizer
-from zrodlo.model.gpt import ModelConfig, check_weights
+from zrodlo.model.directory import (
+    LISTING_FILE,
+    MODEL_FILES,
+    WEIGHTS_FILE,
+    Model,
+    check_readable,
+    model_from_files,
+    read_config,
+    read_model_directory,
+    write_model_files,
+)
 from zrodlo.storage import jsonfile, tensorfile
-from zrodlo.storage.digest import file_sha256, json_sha256, write_json
+from zrodlo.storage.digest import json_sha256, write_json
 from zrodlo.storage.listing import read_listed
 from zrodlo.storage.outputs import is_partial
 from zrodlo.storage.refusal import Refusal
 
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.safetensors"
-MANIFEST_FILE = "model.json"
 OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_FILE = "trainer.json"
-MODEL_FILES = (CONFIG_FILE, TOKENIZER_FILE, WEIGHTS_FILE)  # what model.json lists
-CHECKPOINT_FILES = (*MODEL_FILES, MANIFEST_FILE, OPTIMIZER_FILE, TRAINER_FILE)
-MODEL_FORMAT = 1
+CHECKPOINT_FILES = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE, TRAINER_FILE)
 # 2: the record names the run it belongs to (`run`), which format 1 did not.
 TRAINER_FORMAT = 2
 # What a checkpoint records of where its run came from; a resumed run records the same.
@@ -48,133 +49,13 @@ def checkpoint_name(step: int) -> str:
     return f"step-{step}"
 
 
-def weights_sha256(weights: dict[str, torch.Tensor]) -> str:
-    """sha256 of weights by content: each tensor's name, dtype, shape and bytes, in name order."""
-    digest = hashlib.sha256()
-    for name in sorted(weights):
-        tensor = weights[name].detach().contiguous().cpu()
-        digest.update(f"{name}|{tensor.dtype}|{list(tensor.shape)}|".encode())
-        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
-def write_model(
-    directory: Path, config: ModelConfig, tokenizer: CharTokenizer, weights: dict[str, torch.Tensor]
-) -> dict[str, str]:
-    """Write the files of a model directory; return their sha256 by file name."""
-    return _write_model(directory, config, tokenizer, {WEIGHTS_FILE: weights})
-
-
-def _write_model(
-    directory: Path,
-    config: ModelConfig,
-    tokenizer: CharTokenizer,
-    tensor_files: dict[str, dict[str, torch.Tensor]],
-) -> dict[str, str]:
-    """Write the files of a model directory, its weights among `tensor_files` (file name to
-    tensors), and any other tensor files in the same pass, so that one file's hash overlaps the
-    next one's write; return every file's sha256 by file name."""
-    write_json(directory / CONFIG_FILE, config.to_json())
-    tokenizer.save(directory)
-    digests = {name: file_sha256(directory / name) for name in (CONFIG_FILE, TOKENIZER_FILE)}
-    written = tensorfile.write({directory / name: t for name, t in tensor_files.items()})
-    tensor_digests = {path.name: digest for path, digest in written.items()}
-    digests[WEIGHTS_FILE] = tensor_digests.pop(WEIGHTS_FILE)
-    write_json(directory / MANIFEST_FILE, {"format_version": MODEL_FORMAT, "files": digests})
-    return {**digests, MANIFEST_FILE: file_sha256(directory / MANIFEST_FILE), **tensor_digests}
-
-
-def read_config(path: Path, data: memoryview | None = None) -> ModelConfig:
-    """The configuration of a model directory, from `data` when its checked bytes are at hand."""
-    file = path / CONFIG_FILE
-    if data is None and not file.is_file():
-        raise Refusal(
-            f"{path} holds no {CONFIG_FILE}; a model directory is written by zrodlo model init "
-            "or by zrodlo model train"
-        )
-    try:
-        parsed = jsonfile.loads(file.read_bytes() if data is None else data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise Refusal(f"{file} does not load as a model configuration: {error}") from None
-    return ModelConfig.from_json(parsed, str(file))
-
-
-@dataclass(frozen=True)
-class Model:
-    """A model directory read back: its configuration, tokenizer and float32 weights by name."""
-
-    path: Path
-    config: ModelConfig
-    tokenizer: CharTokenizer
-    weights: dict[str, torch.Tensor]
-
-
-def read_model(path: Path, verified: dict[str, memoryview] | None = None) -> Model:
-    """Read a model directory or checkpoint, every file checked against model.json or, in a
-    checkpoint, trainer.json, and loaded from the bytes checked.
-
-    `verified` holds the checked bytes of a checkpoint's files when the caller has read them.
-    """
-    if not path.is_dir():
-        raise Refusal(
-            f"{path} is not a directory; a model directory holds {', '.join(MODEL_FILES)}"
-        )
-    if is_partial(path):
-        raise Refusal(
-            f"{path} is a temporary that a write left unfinished; only a model directory or "
-            "checkpoint renamed into place can be read"
-        )
-    if verified is None:
-        verified = read_verified(path)[1] if (path / TRAINER_FILE).exists() else _read_listed(path)
-    config = read_config(path, verified[CONFIG_FILE])
-    tokenizer = CharTokenizer.from_bytes(path / TOKENIZER_FILE, verified[TOKENIZER_FILE])
-    weights_file = path / WEIGHTS_FILE
-    weights = tensorfile.parse(weights_file, verified[WEIGHTS_FILE])
-    check_weights(config, weights, str(weights_file))
-    return Model(path, config, tokenizer, weights)
-
-
-def _read_listed(path: Path) -> dict[str, memoryview]:
-    """The checked bytes of a model directory's files, as its model.json lists them."""
-    read_config(path)  # a directory without config.json is no model directory: say so first
-    file = path / MANIFEST_FILE
-    if not file.is_file():
-        raise Refusal(
-            f"{path} holds no {MANIFEST_FILE}, which lists the sha256 of its files; a model "
-            "directory is written by zrodlo model init or by zrodlo model train"
-        )
-    try:
-        manifest = jsonfile.loads(file.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise Refusal(f"{file} does not load as a model manifest: {error}") from None
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not (
-        isinstance(files, dict)
-        and sorted(files) == sorted(MODEL_FILES)
-        and all(isinstance(digest, str) for digest in files.values())
-    ):
-        raise Refusal(
-            f"{file} does not load as a model manifest: it lists the sha256 of "
-            f"{', '.join(MODEL_FILES)}, and nothing else"
-        )
-    if manifest.get("format_version") != MODEL_FORMAT:
-        raise Refusal(
-            f"{file} has format version {manifest.get('format_version')!r}, and this build reads "
-            f"version {MODEL_FORMAT}"
-        )
-    return read_listed(path, files, file, "the model directory")
-
-
-def check_tokenizer_fits(model: Model) -> None:
-    """Refuse a model whose tokenizer has more tokens than the model has rows for, before a
-    command draws or decodes with it. (Training refuses the corpus tokens outside the rows with
-    seed 001's own sentence.)"""
-    if model.tokenizer.vocab_size > model.config.vocab_size:
-        raise Refusal(
-            f"{model.path / TOKENIZER_FILE} has {model.tokenizer.vocab_size} tokens, more than "
-            f"the vocab_size {model.config.vocab_size} of {model.path / CONFIG_FILE}; the model "
-            "has no weights for the rest"
-        )
+def read_model(path: Path) -> Model:
+    """Read a model directory or a checkpoint's model, every file checked against model.json or,
+    in a checkpoint, trainer.json, and loaded from the bytes checked."""
+    check_readable(path)
+    if (path / TRAINER_FILE).exists():
+        return model_from_files(path, read_verified(path)[1])
+    return read_model_directory(path)
 
 
 def write_checkpoint(
@@ -185,7 +66,7 @@ def write_checkpoint(
 ) -> dict:
     """Write a checkpoint's five files into `directory`; return the trainer.json record written."""
     tensor_files = {WEIGHTS_FILE: model.weights, OPTIMIZER_FILE: optimizer_state}
-    files = _write_model(directory, model.config, model.tokenizer, tensor_files)
+    files = write_model_files(directory, model.config, model.tokenizer, tensor_files)
     body = {"format_version": TRAINER_FORMAT, **record, "files": files}
     full = {**body, "record_sha256": json_sha256(body)}
     write_json(directory / TRAINER_FILE, full)
@@ -229,7 +110,7 @@ def read_verified(path: Path) -> tuple[dict, dict[str, memoryview]]:
 def _check_record_fields(file: Path, record: dict) -> None:
     """Refuse a trainer.json whose own digest matches but whose step or file list no build of
     Zrodlo writes: a file outside the checkpoint is never read, a step is a count of updates."""
-    listed = (*MODEL_FILES, MANIFEST_FILE, OPTIMIZER_FILE)
+    listed = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE)
     for name, digest in record["files"].items():
         if name not in listed:
             raise Refusal(
@@ -282,7 +163,7 @@ def read_checkpoint(path: Path) -> Checkpoint:
         raise Refusal(
             f"{path / TRAINER_FILE} names no run it belongs to; the checkpoint is incomplete"
         )
-    model = read_model(path, files)
+    model = model_from_files(path, files)
     optimizer_state = tensorfile.parse(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
     return Checkpoint(model, optimizer_state, record)
 

@@ -9,33 +9,28 @@ every process runs the loop and rank 0 alone claims the directory and writes.
 
 from __future__ import annotations
 
-import json
-import platform
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import torch
-
 from zrodlo.data.corpus import Corpus, release_pages
-from zrodlo.data.windows import WindowTable, build_windows
+from zrodlo.data.windows import WindowTable
 from zrodlo.draws.chacha import GENERATOR
-from zrodlo.model.device import describe
+from zrodlo.model.directory import Model
 from zrodlo.storage.outputs import check_parent, new_directory, remove_directory
 from zrodlo.storage.refusal import Refusal, WriteFailure
 from zrodlo.training.checkpoint import (
-    TRAINER_FILE,
-    Model,
     check_removable,
     checkpoint_name,
     checkpoints_in,
     write_checkpoint,
 )
+from zrodlo.training.environment import environment
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import RunLog, StepRecord
 from zrodlo.training.rundir import RUN_FORMAT, claim, run_identity
-from zrodlo.training.score import score
+from zrodlo.training.score import check_data, score
 from zrodlo.training.step import Trainer
 
 
@@ -45,29 +40,6 @@ class HeldOut:
 
     corpus: Corpus
     table: WindowTable
-
-
-def check_data(corpus: Corpus, model: Model, context: int) -> WindowTable:
-    """The windows of a corpus a model can train or be scored on, or the refusal that says why not."""
-    table = build_windows(corpus.offsets, context)
-    if context - 1 > model.config.positions:
-        raise Refusal(
-            f"--context {context} makes the model read {context - 1} tokens, more than the "
-            f"{model.config.positions} positions its configuration states"
-        )
-    if corpus.tokenizer_digest != model.tokenizer.digest:
-        raise Refusal(
-            f"{corpus.path} was encoded with another tokenizer than {model.path}: its corpus.json "
-            f"records tokenizer {corpus.tokenizer_digest}, and {model.path} has digest "
-            f"{model.tokenizer.digest}; prepare the corpus again with {model.path}"
-        )
-    largest = corpus.manifest["largest_token"]  # checked by the corpus's verifying pass
-    if largest >= model.config.vocab_size:
-        raise Refusal(
-            f"the corpus holds token {largest}, outside the model's vocab_size "
-            f"{model.config.vocab_size}"
-        )
-    return table
 
 
 def check_held_out(eval_corpus: Path | None, eval_every: int | None) -> None:
@@ -82,95 +54,6 @@ def open_held_out(eval_corpus: Path | None, model: Model, context: int) -> HeldO
         return None
     corpus = Corpus.open(eval_corpus)
     return HeldOut(corpus, check_data(corpus, model, context))
-
-
-def environment(device: torch.device, processes: int = 1) -> dict:
-    """What bit-equality of a continued run depends on besides the plan and the data (the
-    software, the processor and the vector kernels torch picked for it, the thread count, the
-    GPU and its libraries), and how many processes computed it, which it does not depend on."""
-    recorded = {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "processes": processes,
-        "device": describe(device),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "processor": processor(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-    }
-    if device.type == "cuda":
-        recorded["gpu"] = torch.cuda.get_device_name(device)
-        recorded["cuda"] = torch.version.cuda
-        recorded["cudnn"] = torch.backends.cudnn.version()
-    return recorded
-
-
-def processor() -> str:
-    """The processor's model as the operating system names it: two models may round the same
-    matrix product differently, as their math libraries pick other kernels for them."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.processor() or platform.machine()
-    fields = dict(line.split(":", 1) for line in lines if ":" in line)
-    fields = {key.strip(): value.strip() for key, value in fields.items()}
-    name = fields.get("model name") or fields.get("Model") or platform.machine()
-    if "cpu family" in fields and "model" in fields:
-        return f"{name} (family {fields['cpu family']}, model {fields['model']})"
-    return name
-
-
-# What else a continued run's bits depend on, with the words a warning names it by. A record
-# without one of them (written before it was recorded) is not warned about.
-WATCHED = {
-    "processor": "processor",
-    "cpu_capability": "CPU kernels",
-    "gpu": "GPU",
-    "cuda": "CUDA",
-    "cudnn": "cuDNN",
-}
-
-
-MAX_THREADS = (
-    1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
-)
-
-
-def match_environment(checkpoint: Path, recorded: dict, device: torch.device) -> list[str]:
-    """Take on the checkpoint's thread count; return warnings for what else breaks bit-equality.
-
-    Matrix products split their sums by thread, so the thread count is set back to the recorded
-    one; another torch version, processor, set of CPU kernels, GPU or GPU library cannot be set
-    back and is said plainly instead, in one warning.
-    """
-    record = checkpoint / TRAINER_FILE
-    if not isinstance(recorded, dict):
-        raise Refusal(f"{record} records an environment that is not an object of named values")
-    threads = recorded.get("threads")
-    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
-        raise Refusal(
-            f"{record} records {json.dumps(threads)} threads; a run computes on 1 to "
-            f"{MAX_THREADS} threads"
-        )
-    if threads != torch.get_num_threads():
-        torch.set_num_threads(threads)
-    current = environment(device)
-    differences = [
-        f"{words} {recorded[key]} and this is {current.get(key)}"
-        for key, words in WATCHED.items()
-        if key in recorded and recorded[key] != current.get(key)
-    ]
-    if recorded.get("torch") != torch.__version__:
-        differences.insert(
-            0, f"torch {recorded.get('torch')} and this is torch {torch.__version__}"
-        )
-    if not differences:
-        return []
-    return [
-        f"{checkpoint} was written with {'; with '.join(differences)}; the run continues, but "
-        "equality with the uninterrupted run is promised only with the same torch version, "
-        "processor, thread count and device"
-    ]
 
 
 def fresh_provenance(start: Model, corpus_digest: str, plan: RunPlan) -> dict:

@@ -10,7 +10,7 @@ the micro-batch size.
 import torch
 import torch.nn.functional as F
 
-IGNORED = -100  # the target of a padded position
+from zrodlo.data.batches import IGNORED
 
 
 def summed_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -26,17 +26,17 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from zrodlo.model.directory import Model
+from zrodlo.model.weights import weights_sha256
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import json_sha256, json_text
 from zrodlo.storage.outputs import check_parent, remove_stale_partials, replace_file, sync_directory
 from zrodlo.storage.refusal import Refusal, WriteFailure
 from zrodlo.training.checkpoint import (
-    Model,
     check_removable,
     check_run_of,
     checkpoint_name,
     checkpoints_in,
-    weights_sha256,
 )
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import HELD_OUT_FILE, LEDGER_FILE, STEPS_FILE, TIMING_FILE

@@ -18,20 +18,16 @@ from pathlib import Path
 from zrodlo.data.corpus import Corpus
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.device import resolve_device
+from zrodlo.model.directory import TOKENIZER_FILE
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.checkpoint import TOKENIZER_FILE, read_checkpoint, read_model
+from zrodlo.training.checkpoint import read_checkpoint, read_model
+from zrodlo.training.environment import match_environment
 from zrodlo.training.launch import run_as_workers
-from zrodlo.training.loop import (
-    check_data,
-    check_held_out,
-    fresh_provenance,
-    match_environment,
-    open_held_out,
-    run_updates,
-)
+from zrodlo.training.loop import check_held_out, fresh_provenance, open_held_out, run_updates
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.ranks import check_threads, join, local_rank, use_threads
 from zrodlo.training.records import StepRecord
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 # What a run shows its progress with: given the steps done and the steps to reach, a context that

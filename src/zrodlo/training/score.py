@@ -1,4 +1,6 @@
-"""Scoring a model on a corpus: the target-weighted loss over every window, in corpus order.
+"""Scoring a model on a corpus: which corpora a model can be scored on at a context, and the
+target-weighted loss over every window, in corpus order. Training scores held-out corpora with it,
+and `zrodlo model evaluate` scores saved models.
 
 Every target of the corpus is scored exactly once (windows per `zrodlo.data.windows`), padding never, so
 the loss is the mean negative log-likelihood per target and perplexity is its exponential.
@@ -13,10 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from zrodlo.data.corpus import release_pages
-from zrodlo.data.windows import WindowTable, collate
+from zrodlo.data.batches import collate
+from zrodlo.data.corpus import Corpus, release_pages
+from zrodlo.data.windows import WindowTable, build_windows
+from zrodlo.model.directory import Model
 from zrodlo.model.gpt import GPT
 from zrodlo.model.precision import autocast
+from zrodlo.storage.refusal import Refusal
 from zrodlo.training.loss import summed_nll, valid_targets
 from zrodlo.training.ranks import Ranks
 
@@ -80,3 +85,26 @@ def score(
         summed += part
     targets = sum(int(count) for count in ranks.gather(counts, batches))
     return Score(summed, targets, len(table))
+
+
+def check_data(corpus: Corpus, model: Model, context: int) -> WindowTable:
+    """The windows of a corpus a model can train or be scored on, or the refusal that says why not."""
+    table = build_windows(corpus.offsets, context)
+    if context - 1 > model.config.positions:
+        raise Refusal(
+            f"--context {context} makes the model read {context - 1} tokens, more than the "
+            f"{model.config.positions} positions its configuration states"
+        )
+    if corpus.tokenizer_digest != model.tokenizer.digest:
+        raise Refusal(
+            f"{corpus.path} was encoded with another tokenizer than {model.path}: its corpus.json "
+            f"records tokenizer {corpus.tokenizer_digest}, and {model.path} has digest "
+            f"{model.tokenizer.digest}; prepare the corpus again with {model.path}"
+        )
+    largest = corpus.manifest["largest_token"]  # checked by the corpus's verifying pass
+    if largest >= model.config.vocab_size:
+        raise Refusal(
+            f"the corpus holds token {largest}, outside the model's vocab_size "
+            f"{model.config.vocab_size}"
+        )
+    return table

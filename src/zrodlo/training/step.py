@@ -16,13 +16,16 @@ import time
 import numpy as np
 import torch
 
-from zrodlo.data.windows import WindowStream, WindowTable, collate
+from zrodlo.data.batches import collate
+from zrodlo.data.windows import WindowStream, WindowTable
+from zrodlo.model.config import ModelConfig, step_activation_bytes, training_state_bytes
 from zrodlo.model.device import memory_of
+from zrodlo.model.directory import Model
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.gpt import GPT, ModelConfig, step_activation_bytes, training_state_bytes
+from zrodlo.model.gpt import GPT
 from zrodlo.model.precision import autocast
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.checkpoint import Checkpoint, Model
+from zrodlo.training.checkpoint import Checkpoint
 from zrodlo.training.loss import micro_batch_loss
 from zrodlo.training.optimizer import (
     build_adamw,

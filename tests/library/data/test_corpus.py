@@ -18,7 +18,9 @@ import pyarrow.ipc as ipc
 import pytest
 
 from zrodlo.data import corpus as corpus_module
-from zrodlo.data.corpus import Corpus, mapping_of, prepare_corpus
+from zrodlo.data import verification
+from zrodlo.data.corpus import Corpus, mapping_of
+from zrodlo.data.preparation import prepare_corpus
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.storage.digest import json_sha256
 from zrodlo.storage.refusal import Refusal
@@ -202,7 +204,7 @@ def test_preparing_and_the_background_pass_leave_the_tokens_out_of_the_page_cach
     with open(tokens, "rb") as handle:
         os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
     monkeypatch.setattr(corpus_module, "_VERIFY_AT_OPEN_BYTES", 0)
-    monkeypatch.setattr(corpus_module, "_VERIFY_TOKENS", 1 << 14)
+    monkeypatch.setattr(verification, "_VERIFY_TOKENS", 1 << 14)
     opened = Corpus.open(tokens.parent)
     assert opened.verified() is None
     assert cached_share(tokens) < 0.05
@@ -288,7 +290,7 @@ def test_a_large_corpus_opens_at_once_and_passes_its_pass_on_a_second_thread(
     documents, monkeypatch
 ):
     monkeypatch.setattr(corpus_module, "_VERIFY_AT_OPEN_BYTES", 0)
-    monkeypatch.setattr(corpus_module, "_VERIFY_TOKENS", 2)  # buffers that split documents
+    monkeypatch.setattr(verification, "_VERIFY_TOKENS", 2)  # buffers that split documents
     opened = Corpus.open(prepare(documents, "corpus"))
     assert opened.verify() is opened.verify()  # one pass, whoever asks
     assert opened.verified() is None and opened.verify().done()

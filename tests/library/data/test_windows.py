@@ -6,16 +6,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data.windows import (
-    WindowStream,
-    build_windows,
-    check_context,
-    collate,
-    window_order,
-)
+from oracles import window_order
+from zrodlo.data.batches import IGNORED, collate
+from zrodlo.data.windows import WindowStream, build_windows, check_context
 from zrodlo.draws import chacha
+from zrodlo.draws.bijection import bijection
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.loss import IGNORED
 
 BOS, EOS = 1, 2
 
@@ -228,7 +224,7 @@ def test_a_step_of_a_trillion_windows_is_computed_from_its_positions_alone() -> 
     position = step * 64 + np.arange(64)
     for p in (0, 1):
         here = position // count == p
-        expected = chacha.bijection(
+        expected = bijection(
             chacha.Stream(3, chacha.Purpose.WINDOW_ORDER, a=p), count, position[here] % count
         )
         assert np.array_equal(indices[here], expected)

@@ -12,23 +12,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.draws import chacha
-from zrodlo.draws.chacha import (
-    GENERATOR,
-    SEED_MAX,
-    Purpose,
-    Stream,
-    bijection,
-    check_seed,
-    keep_mask,
-    keep_mask_tensor,
-    keystream,
-    keystream_torch,
-    normal,
-    permutation,
-    uniform,
-    words,
-)
+from oracles import keystream_torch, permutation
+from zrodlo.draws import floats, masks
+from zrodlo.draws.bijection import bijection
+from zrodlo.draws.chacha import GENERATOR, SEED_MAX, Purpose, Stream, check_seed, keystream, words
+from zrodlo.draws.floats import normal, uniform
+from zrodlo.draws.masks import keep_mask, keep_mask_tensor
 from zrodlo.storage.refusal import Refusal
 
 CPU = torch.device("cpu")
@@ -421,7 +410,7 @@ DRAWS = {
     "keep_mask_tensor_0.3": lambda s, start, count: keep_mask_tensor(
         s, start, count, 0.3, CPU
     ).numpy(),
-    "keep_mask_torch_path_0.3": lambda s, start, count: chacha._keep_mask_on_device(
+    "keep_mask_torch_path_0.3": lambda s, start, count: masks._keep_mask_on_device(
         s, start, count, 0.3, CPU, fused=False
     ).numpy(),
 }
@@ -483,8 +472,8 @@ def test_keep_mask_keeps_a_half_equal_to_the_threshold() -> None:
         at, above = half / 65536, (half + 1) / 65536  # round(p * 65536) is exactly the half
         assert keep_mask(stream, element, 1, at)[0]
         assert not keep_mask(stream, element, 1, above)[0]
-        assert chacha._keep_mask_on_device(stream, element, 1, at, CPU, fused=False)[0]
-        assert not chacha._keep_mask_on_device(stream, element, 1, above, CPU, fused=False)[0]
+        assert masks._keep_mask_on_device(stream, element, 1, at, CPU, fused=False)[0]
+        assert not masks._keep_mask_on_device(stream, element, 1, above, CPU, fused=False)[0]
 
 
 def test_keep_mask_extremes() -> None:
@@ -551,12 +540,12 @@ def test_normal_matches_libm_box_muller() -> None:
 def test_log_and_cos_polynomials_are_accurate() -> None:
     edge_u = [2.0**-32, 2.0**-20, 0.1, 0.25, 0.5, 0.70710678, 0.7071067811865476, 0.75, 1.0]
     u = np.concatenate([edge_u, np.linspace(2.0**-32, 1.0, 5001)])
-    log = chacha._log(u)
+    log = floats._log(u)
     assert max(abs(a - math.log(b)) for a, b in zip(log, u, strict=True)) < 1e-14
     grid = np.arange(0, 2**32, 2**32 // 8192 + 7, dtype=np.float64) * 2.0**-32
     edges = np.array([0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0 - 2.0**-32])
     t = np.concatenate([grid, edges])
-    cos = chacha._cos_two_pi(t)
+    cos = floats._cos_two_pi(t)
     assert max(abs(a - math.cos(2 * math.pi * b)) for a, b in zip(cos, t, strict=True)) < 1e-14
 
 
@@ -595,7 +584,7 @@ def test_the_bijection_is_one_onto_every_count_up_to_three_thousand_and_at_large
 
 
 def reference_bijection(stream: Stream, n: int, position: int) -> int:
-    """The network of chacha.bijection in plain integers, written from its description."""
+    """The network of zrodlo.draws.bijection in plain integers, written from its description."""
     keys = words(stream, 0, 16).tolist()
     round_keys = [keys[2 * r] | keys[2 * r + 1] << 32 for r in range(8)]
     half = max(3, -(-((n - 1).bit_length() + 1) // 2))
@@ -659,7 +648,7 @@ def test_permutations_differ_across_seeds_and_passes() -> None:
     ("n", "passes", "critical"),
     [
         (4, 2400, 49.73),  # chi-square, 23 degrees of freedom, significance 0.001
-        # The smallest count whose orders 2-bit Feistel halves left uneven (see chacha.py).
+        # The smallest count whose orders 2-bit Feistel halves left uneven (see zrodlo.draws.bijection).
         (5, 6000, 172.4),  # 119 degrees of freedom
     ],
 )
@@ -687,7 +676,7 @@ def test_keep_mask_tensor_on_cpu_and_through_torch_keystream_match_numpy() -> No
         assert on_cpu.dtype == torch.bool and on_cpu.device == CPU
         np.testing.assert_array_equal(on_cpu.numpy(), expected)
         # The path a Metal GPU takes, run here on the CPU.
-        through_torch = chacha._keep_mask_on_device(stream, start, count, 0.25, CPU, fused=False)
+        through_torch = masks._keep_mask_on_device(stream, start, count, 0.25, CPU, fused=False)
         np.testing.assert_array_equal(through_torch.numpy(), expected)
 
 
@@ -706,7 +695,7 @@ def test_the_fused_kernel_cuda_draws_with_gives_the_bits_of_keep_mask() -> None:
         (1001, 12_345, 0.1),
         (2**20 + 3, 40_000, 0.9),
     ]:
-        fused = chacha._keep_mask_on_device(stream, start, count, p, CPU, fused=True)
+        fused = masks._keep_mask_on_device(stream, start, count, p, CPU, fused=True)
         assert fused.dtype == torch.bool and fused.shape == (count,)
         np.testing.assert_array_equal(fused.numpy(), keep_mask(stream, start, count, p))
 

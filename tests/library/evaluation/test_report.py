@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from zrodlo.evaluation.report import (
-    evaluate_command,
-    read_metrics,
-    read_pools,
-    read_steps,
-    render,
-    write_charts,
-    write_report,
-)
+from zrodlo.evaluation.markdown import evaluate_command, render
+from zrodlo.evaluation.report import write_charts, write_report
+from zrodlo.evaluation.run_records import read_metrics, read_pools, read_steps
 from zrodlo.storage.refusal import Refusal
 
 STEPS_CSV = """step,loss,learning_rate,grad_norm,targets,eval_loss

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from zrodlo.draws.chacha import Purpose, Stream, keep_mask
+from zrodlo.draws.chacha import Purpose, Stream
+from zrodlo.draws.masks import keep_mask
 from zrodlo.model.dropout import Site, StepMasks, apply_dropout
 from zrodlo.storage.refusal import Refusal
 

@@ -11,17 +11,17 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.draws.chacha import Purpose, Stream, normal
-from zrodlo.model.dropout import StepMasks
-from zrodlo.model.gpt import (
-    GPT,
+from zrodlo.draws.chacha import Purpose, Stream
+from zrodlo.draws.floats import normal
+from zrodlo.model.config import (
     ModelConfig,
-    check_weights,
-    initial_weights,
     parameter_count,
     parameter_shapes,
     step_activation_bytes,
 )
+from zrodlo.model.dropout import StepMasks
+from zrodlo.model.gpt import GPT
+from zrodlo.model.weights import check_weights, initial_weights
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.optimizer import decays
 

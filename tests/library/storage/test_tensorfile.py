@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from safetensors import SafetensorError
 from safetensors.torch import load, save
 
-from zrodlo.storage import tensorfile
+from zrodlo.storage import hashed, tensorfile
 from zrodlo.storage.refusal import Refusal
 
 DTYPES = sorted(tensorfile.DTYPES, key=str)
@@ -55,7 +55,7 @@ def taking_at_most(most: int):
 
 
 def read(path) -> tuple[memoryview, str]:
-    return tensorfile.read_hashed([path])[0]
+    return hashed.read_hashed([path])[0]
 
 
 def same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -87,9 +87,9 @@ def test_written_tensors_are_the_bytes_safetensors_writes(
     with pytest.MonkeyPatch.context() as patch:
         # Many chunks, some across tensors' edges, some gathering several tensors up to a few
         # parts, and many requests to start the writeback.
-        patch.setattr(tensorfile, "_CHUNK", chunk)
+        patch.setattr(hashed, "CHUNK", chunk)
         patch.setattr(tensorfile, "_MOST_PARTS", parts)
-        patch.setattr(tensorfile, "_WRITEBACK", writeback)
+        patch.setattr(hashed, "WRITEBACK", writeback)
         patch.setattr(os, "writev", taking_at_most(most))
         digests = tensorfile.write(files)
     assert list(digests) == list(files)
@@ -121,7 +121,7 @@ def test_a_file_read_back_gives_its_tensors_as_views_of_the_hashed_bytes(
     path = tmp_path_factory.mktemp("read") / "tensors.safetensors"
     path.write_bytes(save(values))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tensorfile, "_CHUNK", chunk)  # many chunks: the read and the hash interleave
+        patch.setattr(hashed, "CHUNK", chunk)  # many chunks: the read and the hash interleave
         data, digest = read(path)
     assert bytes(data) == path.read_bytes()
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -9,7 +9,8 @@ import torch
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.training.checkpoint import CHECKPOINT_FILES, read_model
-from zrodlo.training.loop import check_data, fresh_provenance, run_updates
+from zrodlo.training.loop import fresh_provenance, run_updates
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 RECORDS = {"steps.csv", "ledger.jsonl", "timing.csv", "held_out.csv"}

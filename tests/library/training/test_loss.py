@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from zrodlo.training.loss import IGNORED, micro_batch_loss, summed_nll, valid_targets
+from zrodlo.data.batches import IGNORED
+from zrodlo.training.loss import micro_batch_loss, summed_nll, valid_targets
 
 
 def _scoring(nll: float, targets: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,18 +19,19 @@ from hypothesis import strategies as st
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.draws.chacha import GENERATOR
-from zrodlo.model.gpt import ModelConfig, initial_weights
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import Model, write_model
+from zrodlo.model.weights import initial_weights
 from zrodlo.training.checkpoint import (
     CHECKPOINT_FILES,
-    Model,
     read_checkpoint,
     read_model,
     write_checkpoint,
-    write_model,
 )
-from zrodlo.training.loop import check_data, fresh_provenance, open_held_out, run_updates
+from zrodlo.training.loop import fresh_provenance, open_held_out, run_updates
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import LEDGER_FILE, STEPS_FILE, StepRecord, read_ledger
+from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
 CPU = torch.device("cpu")

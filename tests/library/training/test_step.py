@@ -12,9 +12,11 @@ import torch
 
 from zrodlo.data.tokenizer import BOS, EOS, CharTokenizer
 from zrodlo.data.windows import build_windows
-from zrodlo.model.gpt import ModelConfig, initial_weights
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import Model
+from zrodlo.model.weights import initial_weights
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.checkpoint import Checkpoint, Model
+from zrodlo.training.checkpoint import Checkpoint
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import StepRecord
 from zrodlo.training.step import Trainer, windows_digest

@@ -1,0 +1,39 @@
+"""Reference computations the tests hold the product to: written from the specifications, kept out
+of the package, since nothing but the tests needs them."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from zrodlo.data.windows import pass_stream
+from zrodlo.draws.bijection import bijection
+from zrodlo.draws.chacha import Stream, check_block_args, initial_state
+from zrodlo.draws.masks import block_words
+
+
+def keystream_torch(
+    key: bytes, nonce: bytes, counter: int, blocks: int, device: torch.device
+) -> torch.Tensor:
+    """The words of `zrodlo.draws.chacha.keystream` computed with torch integer ops on `device`:
+    an int64 tensor (blocks*16,) whose values are the uint32 words."""
+    check_block_args(key, counter, nonce, blocks)
+    init = torch.tensor(initial_state(key, 0, nonce), dtype=torch.int64, device=device)
+    return block_words(init, counter, blocks)
+
+
+def permutation(stream: Stream, n: int) -> np.ndarray:
+    """int64 permutation of range(n), shape (n,): element i is where the keyed bijection takes i."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise ValueError(f"n is {n!r}; it must be a whole number, not negative")
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    return bijection(stream, int(n), np.arange(int(n), dtype=np.int64))
+
+
+def window_order(count: int, pass_index: int, seed: int, shuffle: bool) -> np.ndarray:
+    """The whole order (count,) int64 in which pass `pass_index` reads the windows: corpus order
+    without shuffling, otherwise the keyed bijection of (seed, pass) at every position."""
+    if not shuffle:
+        return np.arange(count, dtype=np.int64)
+    return permutation(pass_stream(seed, pass_index), count)
