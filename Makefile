@@ -1,4 +1,4 @@
-# The two commands of the quick start: `make repro` and `make test`.
+# The commands of the quick start: `make repro`, `make test` (what CI runs) and `make check`.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # dvc.yaml calls `zrodlo`: the venv's bin comes first on the PATH of every recipe.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: repro test lint bench clean-venv
+.PHONY: repro test check lint bench clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ repro: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# The edit-test loop: ruff and every test not marked slow (the slow ones run in `make test`).
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -34,6 +34,7 @@ from zrodlo.training.environment import WATCHED
 
 ROOT = Path(__file__).resolve().parent.parent
 EXACT_EVERYWHERE = (
+    "pipeline",
     "documents",
     "splits",
     "split",
@@ -44,6 +45,7 @@ EXACT_EVERYWHERE = (
     "init",
 )
 REPORTS = (
+    "pipeline.txt",
     "metrics.json",
     "resume.json",
     "report.md",

@@ -16,6 +16,7 @@ from zrodlo.stages import (
     evaluate,
     export,
     init,
+    pipeline,
     prepare,
     report,
     resume,
@@ -29,7 +30,6 @@ from zrodlo.storage.refusal import (
     QUIET_ON_LOST_CONTACT,
     LostContact,
     Refusal,
-    Reported,
     cause,
 )
 
@@ -55,6 +55,8 @@ checkpoint_group = typer.Typer(help="Checkpoints: resume and compare runs.", no_
 app.add_typer(corpus_group, name="corpus")
 app.add_typer(model_group, name="model")
 app.add_typer(checkpoint_group, name="checkpoint")
+pipeline_group = typer.Typer(help="The DVC pipeline: its params.", no_args_is_help=True)
+app.add_typer(pipeline_group, name="pipeline")
 
 documents_group.command("torch-docs", epilog=documents.TORCH_DOCS_EXAMPLE)(documents.torch_docs)
 documents_group.command("import", epilog=documents.IMPORT_EXAMPLE)(documents.import_documents)
@@ -63,13 +65,14 @@ documents_group.command("split", epilog=split.EXAMPLE)(split.split)
 tokenizer_group.command("fit", epilog=tokenizer.EXAMPLE)(tokenizer.fit)
 corpus_group.command("prepare", epilog=prepare.EXAMPLE)(prepare.prepare)
 model_group.command("init", epilog=init.EXAMPLE)(init.init)
-model_group.command("train", epilog=train.EXAMPLE)(train.train_command)
+model_group.command("train", epilog=train.EXAMPLE)(train.train)
 model_group.command("evaluate", epilog=evaluate.EXAMPLE)(evaluate.evaluate)
 model_group.command("sample", epilog=sample.EXAMPLE)(sample.sample)
 model_group.command("export", epilog=export.EXAMPLE)(export.export)
 checkpoint_group.command("resume", epilog=resume.EXAMPLE)(resume.resume)
 checkpoint_group.command("diff", epilog=diff.EXAMPLE)(diff.diff)
 app.command("report", epilog=report.EXAMPLE)(report.report)
+pipeline_group.command("check", epilog=pipeline.EXAMPLE)(pipeline.check)
 
 
 def main() -> None:
@@ -97,8 +100,6 @@ def main() -> None:
             # Process 0 meets the same refusal and says it; ending after it keeps a launcher
             # from stopping it, as the first of its processes to end, before it has.
             time.sleep(_QUIET_PROCESS_WAIT_S)
-        sys.exit(1)
-    except Reported:
         sys.exit(1)
     except OSError as error:
         if speaks:

@@ -7,11 +7,6 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.storage.digest import json_text
-from zrodlo.storage.outputs import check_replaceable, replace_file
-from zrodlo.storage.refusal import Refusal
-from zrodlo.training.records import LEDGER_FILE, compare_ledgers, read_ledger
-
 EXAMPLE = "Example: zrodlo checkpoint diff run resumed --output reports/resume.json"
 
 
@@ -24,16 +19,9 @@ def diff(
     ),
 ) -> None:
     """Compare the ledgers of two runs on the steps both recorded; exit 1 where they part."""
-    if output is not None:
-        check_replaceable(output)
-    ledgers = []
-    for run in (first, second):
-        if not (run / LEDGER_FILE).is_file():
-            raise Refusal(f"{run} holds no {LEDGER_FILE}; only a run directory can be compared")
-        ledgers.append(read_ledger(run / LEDGER_FILE))
-    comparison = compare_ledgers(*ledgers)
-    if output is not None:
-        replace_file(output, json_text({"runs": [str(first), str(second)], **comparison.to_json()}))
+    from zrodlo.evaluation.compare import diff as compare
+
+    comparison = compare(first, second, output)
     if json_output:
         typer.echo(json.dumps(comparison.to_json()))
     elif comparison.first_difference is None:

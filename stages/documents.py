@@ -7,10 +7,6 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.data.sources import source_documents, write_documents
-from zrodlo.data.torch_docs import DEFAULT_PACKAGE_FOLDER, DEFAULT_TORCH, write_default_documents
-from zrodlo.storage.outputs import new_file
-
 TORCH_DOCS_EXAMPLE = "Example: zrodlo documents torch-docs --output data/documents.jsonl"
 IMPORT_EXAMPLE = "Example: zrodlo documents import --source my_texts/ --output data/documents.jsonl"
 
@@ -20,11 +16,12 @@ def torch_docs(
 ) -> None:
     """Write the default documents: the docstrings of torch.nn's modules in the pinned torch, one
     per module, class and function (id = its qualified name), checked against their sha256."""
-    with new_file(output) as partial:
-        count = write_default_documents(partial)
+    from zrodlo.data import torch_docs as default
+
+    count = default.torch_docs(output)
     typer.echo(
-        f"wrote {output}: {count} documents, the docstrings of torch {DEFAULT_TORCH}'s "
-        f"{DEFAULT_PACKAGE_FOLDER}"
+        f"wrote {output}: {count} documents, the docstrings of torch {default.DEFAULT_TORCH}'s "
+        f"{default.DEFAULT_PACKAGE_FOLDER}"
     )
 
 
@@ -39,7 +36,7 @@ def import_documents(
     ),
 ) -> None:
     """Turn a folder of text files or a Parquet/CSV table into a documents file."""
-    pairs = source_documents(source, id_column, text_column)
-    with new_file(output) as partial:
-        count = write_documents(pairs, partial, str(source))
+    from zrodlo.data.sources import import_documents as write
+
+    count = write(source, output, id_column, text_column)
     typer.echo(f"wrote {output}: {count} documents from {source}")

@@ -12,6 +12,7 @@ EXAMPLE = (
     "Example: zrodlo model evaluate --model run/step-1000 --corpus corpus/validation --corpus "
     "corpus/test --baseline corpus/train"
 )
+COLUMNS = ("corpus", "loss", "perplexity", "bits/char", "bigram loss", "targets", "unknown rate")
 
 
 def evaluate(
@@ -40,28 +41,13 @@ def evaluate(
     from rich.console import Console
     from rich.table import Table
 
-    from zrodlo.evaluation.evaluate import evaluate as score_corpora
-    from zrodlo.storage.digest import json_text
-    from zrodlo.storage.outputs import check_replaceable, replace_file
+    from zrodlo.evaluation.evaluate import evaluate as score
 
-    if output is not None:
-        check_replaceable(output)
-    report = score_corpora(model, corpus, context, batch_size, baseline, device, ordinal)
-    if output is not None:
-        replace_file(output, json_text(report))
-    window, results = report["model"]["context"], report["corpora"]
-    table = Table(title=f"{model}: loss in nats per target, context {window}")
-    for column in (
-        "corpus",
-        "loss",
-        "perplexity",
-        "bits/char",
-        "bigram loss",
-        "targets",
-        "unknown rate",
-    ):
+    scores = score(model, corpus, context, batch_size, baseline, output, device, ordinal)
+    table = Table(title=f"{model}: loss in nats per target, context {scores['model']['context']}")
+    for column in COLUMNS:
         table.add_column(column, justify="left" if column == "corpus" else "right")
-    for name, entry in results.items():
+    for name, entry in scores["corpora"].items():
         bigram = entry.get("bigram_loss")
         table.add_row(
             name,

@@ -1,23 +1,20 @@
-"""The flags several commands share, with one help text each: those of `model train` and
-`checkpoint resume` (seeds 000, 001), and the device flags of evaluate and sample too."""
+"""The flags several commands share, with one help text each, and the options a command takes from
+a declaration: the fields of `RunPlan` (model train and checkpoint resume, seeds 001 and 000) and
+of `ModelConfig` (model init) become options with the help each field declares, so that a field
+added there is a flag here and a keyword of the Python API at once."""
 
 from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import typer
 
 EVAL_CORPUS = typer.Option(
     None, help="A prepared held-out corpus scored during the run; needs --eval-every."
-)
-EVAL_EVERY = typer.Option(
-    None, help="Steps between held-out scores, and the last step; needs --eval-corpus."
-)
-CHECKPOINT_EVERY = typer.Option(
-    None, help="Steps between checkpoints written under --output; the last step is always written."
-)
-KEEP_CHECKPOINTS = typer.Option(
-    None,
-    help="Keep only the newest this many checkpoints under --output, removing older ones as new "
-    "ones are written.",
 )
 _DEVICE_HELP = "The device to compute on: cpu, metal or cuda."
 # A run names its device (seed 001); scoring and sampling default to the CPU.
@@ -37,3 +34,39 @@ TIMING = typer.Option(
     help="The file each step's seconds and tokens/s go to, instead of timing.csv in --output: "
     "wall-clock time kept out of what a pipeline hashes.",
 )
+
+
+def declared(declaration: type, only: Iterable[str] | None = None) -> list[inspect.Parameter]:
+    """The options of a declaration's fields that are options (those with help), in its order:
+    `--name-with-dashes`, its type, default, help and metavar; a bool is a switch."""
+    types = typing.get_type_hints(declaration)
+    chosen = None if only is None else set(only)
+    options = []
+    for field in dataclasses.fields(declaration):
+        meta = field.metadata
+        if meta.get("help") is None or (chosen is not None and field.name not in chosen):
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        default = ... if field.default is dataclasses.MISSING else field.default
+        if types[field.name] is bool:
+            option = typer.Option(default, flag, metavar="", help=meta["help"])
+        else:
+            option = typer.Option(default, flag, metavar=meta.get("metavar"), help=meta["help"])
+        kind = inspect.Parameter.KEYWORD_ONLY
+        options.append(
+            inspect.Parameter(field.name, kind, default=option, annotation=types[field.name])
+        )
+    return options
+
+
+def taking(*options: inspect.Parameter) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command that takes `options` as keywords (**values) the signature typer reads."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+        command.__signature__ = signature.replace(parameters=[*keyword, *options])
+        return command
+
+    return decorate

@@ -43,9 +43,9 @@ def report(
 ) -> None:
     """Write report.md (data, model, training, scores, a sample) and the charts of a run."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.evaluation.report import write_run_report
+    from zrodlo.evaluation.report import report as report_run
 
-    written = write_run_report(
+    written = report_run(
         run, metrics, corpora, model, output, sample_seed, sample_prompt, sample_tokens,
         sample_temperature, timing,
     )  # fmt: skip

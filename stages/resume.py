@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from zrodlo.stages import options
+from zrodlo.training.plan import RunPlan
 
 EXAMPLE = (
     "Example: zrodlo checkpoint resume --checkpoint run/step-900 --corpus corpus/train "
@@ -14,6 +16,7 @@ EXAMPLE = (
 )
 
 
+@options.taking(*options.declared(RunPlan, ("eval_every", "checkpoint_every", "keep_checkpoints")))
 def resume(
     checkpoint: Path = typer.Option(..., help="The step-<n> checkpoint directory to continue."),
     corpus: Path = typer.Option(..., help="The corpus the checkpoint was trained on."),
@@ -24,33 +27,21 @@ def resume(
         ..., help="Total steps the run reaches, counting the checkpoint's own."
     ),
     eval_corpus: Path | None = options.EVAL_CORPUS,
-    eval_every: int | None = options.EVAL_EVERY,
-    checkpoint_every: int | None = options.CHECKPOINT_EVERY,
-    keep_checkpoints: int | None = options.KEEP_CHECKPOINTS,
     device: str = options.DEVICE,
     ordinal: int | None = options.ORDINAL,
     processes: int = options.PROCESSES,
     timing: Path | None = options.TIMING,
+    **writes: Any,
 ) -> None:
     """Continue a checkpoint with its own optimizer state and data position, on any number of
     processes that divides a step's micro-batches."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.stages.progress import step_display
-    from zrodlo.training.runs import Compute, resume
+    from zrodlo.training.runs import resume as resume_run
 
-    compute = Compute(device, ordinal, processes)
-    written = resume(
-        checkpoint,
-        corpus,
-        output,
-        steps,
-        compute,
-        eval_corpus,
-        eval_every,
-        checkpoint_every,
-        keep_checkpoints,
-        step_display,
-        timing,
-    )
+    written = resume_run(
+        checkpoint, corpus, output, steps=steps, eval_corpus=eval_corpus, device=device,
+        ordinal=ordinal, processes=processes, timing=timing, progress=step_display, **writes,
+    )  # fmt: skip
     if written:
         typer.echo(f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}")

@@ -32,5 +32,7 @@ def sample(
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.evaluation.sample import sample as sample_model
 
-    text = sample_model(model, prompt, tokens, temperature, top_k, seed, device, ordinal)
+    text = sample_model(
+        model, prompt, tokens, temperature, top_k, seed=seed, device=device, ordinal=ordinal
+    )
     typer.echo(prompt + text)

@@ -6,10 +6,6 @@ from pathlib import Path
 
 import typer
 
-from zrodlo.data.pools import split_documents
-from zrodlo.storage.digest import write_json
-from zrodlo.storage.outputs import new_directory
-
 EXAMPLE = (
     "Example: zrodlo documents split --documents data/documents.jsonl --splits data/splits.json"
     " --output pools"
@@ -22,9 +18,9 @@ def split(
     output: Path = typer.Option(..., help="The directory to write; must not exist."),
 ) -> None:
     """Write train.jsonl, validation.jsonl, test.jsonl and manifest.json (counts and sha256)."""
-    with new_directory(output) as partial:
-        manifest = split_documents(documents, splits, partial)
-        write_json(partial / "manifest.json", manifest)
+    from zrodlo.data.pools import split as split_pools
+
+    manifest = split_pools(documents, splits, output)
     for pool, entry in manifest["pools"].items():
         typer.echo(
             f"{pool}: {entry['documents']} documents, {entry['characters']} characters "

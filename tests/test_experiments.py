@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+# In `make test`, not `make check`: real dvc exp runs of the whole pipeline.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ENV = {
@@ -110,7 +113,7 @@ def test_a_forced_rerun_of_every_stage_leaves_dvc_lock_as_it_was(baseline, tmp_p
 @pytest.mark.parametrize("name", ["more", "fewer"])
 def test_an_experiment_with_more_or_fewer_steps_reruns_and_resumes_exactly(experiments, name):
     ran = stages_run(experiments[name])
-    assert ran == ["train", "resume", "evaluate", "report"], experiments[name]
+    assert ran == ["pipeline", "train", "resume", "evaluate", "report"], experiments[name]
 
 
 def test_exp_show_lists_both_experiments_with_their_params_and_metrics(experiments, baseline):
@@ -140,10 +143,10 @@ def test_params_metrics_and_plots_diff_against_head(experiments, baseline, tmp_p
 @pytest.mark.parametrize(
     ("section", "key", "value", "stages"),
     [
-        ("report", "sample_tokens", 30, {"report"}),
-        ("resume", "before_end", 4, {"resume"}),
-        ("init", "seed", 2, {"init"}),
-        ("splits", "test", 0.2, {"splits"}),
+        ("report", "sample_tokens", 30, {"pipeline", "report"}),
+        ("resume", "before_end", 4, {"pipeline", "resume"}),
+        ("init", "seed", 2, {"pipeline", "init"}),
+        ("splits", "test", 0.2, {"pipeline", "splits"}),
     ],
 )
 def test_a_param_edit_marks_only_the_stages_that_read_it(
@@ -156,3 +159,37 @@ def test_a_param_edit_marks_only_the_stages_that_read_it(
     params[section][key] = value
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     assert set(json.loads(dvc("status", "--json", cwd=copy))) == stages
+
+
+def test_steps_whose_resume_checkpoint_is_not_kept_are_refused_before_training(baseline, tmp_path):
+    """train.steps 7 with checkpoints every 2, two kept, and resume.before_end 2: the train stage
+    would keep step-6 and step-7, and the resume stage continue step-5. The pipeline stage says so,
+    naming the params, before the train stage runs."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    done = subprocess.run(
+        [BIN / "dvc", "exp", "run", "-S", "train.steps=7"], cwd=copy, env=ENV,
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert (
+        "Error: resume.before_end 2 has the resume stage continue step-5, and with train.steps 7, "
+        "train.checkpoint_every 2 and train.keep_checkpoints 2 the train stage keeps step-6, "
+        "step-7; set resume.before_end to 1"
+    ) in done.stderr + done.stdout
+    assert stages_run(done.stdout) == ["pipeline"]
+
+
+@pytest.mark.parametrize(
+    "module", ["src/zrodlo/data/documents.py", "src/zrodlo/data/encoding.py", "stages/split.py"]
+)
+def test_an_edit_of_document_code_reruns_no_stage_of_the_model(baseline, tmp_path, module):
+    """Code only the document stages import is no dependency of init, train, resume, evaluate
+    or report: editing it marks document stages alone."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    with open(copy / module, "a", encoding="utf-8") as handle:
+        handle.write("# an edit\n")
+    changed = set(json.loads(dvc("status", "--json", cwd=copy)))
+    # The pipeline stage checks the params with the pools' own rules: it reruns, writes the same.
+    documents = {"pipeline", "documents", "splits", "split", "tokenizer"}
+    documents |= {f"prepare@{pool}" for pool in ("train", "validation", "test")}
+    assert changed and changed <= documents, changed

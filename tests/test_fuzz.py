@@ -27,6 +27,9 @@ import pytest
 
 from zrodlo.storage.digest import json_sha256
 
+# In `make test`, not `make check`: hundreds of mutated artifacts, one command each.
+pytestmark = pytest.mark.slow
+
 CASES = int(os.environ.get("ZRODLO_FUZZ_CASES", "200"))
 SEED = int(os.environ.get("ZRODLO_FUZZ_SEED", "0"))
 TIMEOUT_S = 60.0

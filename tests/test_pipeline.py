@@ -18,6 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+# In `make test`, not `make check`: real dvc repro in a temporary repository.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ENV = {

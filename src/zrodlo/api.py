@@ -1,27 +1,80 @@
-"""The Python API: the pipeline's commands as functions over paths, for notebooks and scripts.
+"""The Python API: one function per command of the `zrodlo` command line, for scripts and notebooks.
 
-Each does what its command does, with the same checks and the same refusals (raised as
-`zrodlo.storage.refusal.Refusal`, whose `sentence` is what the command prints after `Error: `):
+Each takes the command's options as keywords (`--micro-batch-size` is `micro_batch_size`), with
+the command's defaults, writes what the command writes, byte for byte, and returns what it wrote
+or computed. A refusal is raised as `Refusal`, whose `sentence` is what the command prints after
+`Error: `. `train` and `resume` with `processes=N` start N worker processes that run the library's
+own entry point, never the caller's script, so they work from a notebook as from the command line
+(a script keeps its work under `if __name__ == "__main__":`, as any multiprocessing does).
 
     from pathlib import Path
-    from zrodlo.api import RunPlan, evaluate, export, prepare, resume, sample, train
+    from zrodlo import api
 
-    prepare(Path("pools/train.jsonl"), Path("tokenizer"), Path("corpus/train"))
-    plan = RunPlan(steps=200, context=129, batch_size=32, learning_rate=2e-3, beta1=0.9,
-                   beta2=0.99, epsilon=1e-8, weight_decay=0.1, decay_scope="matrices", seed=1,
-                   precision="f32", shuffle=True, checkpoint_every=100)
-    train(Path("model"), Path("corpus/train"), Path("my-run"), plan)
-    resume(Path("my-run/step-100"), Path("corpus/train"), Path("resumed"), steps=200)
-    evaluate(Path("my-run/step-200"), [Path("corpus/validation")])["corpora"]["validation"]
-    sample(Path("my-run/step-200"), "The ", tokens=100, temperature=0.8, seed=1)
-    export(Path("my-run/step-200"), Path("exported"))
+    api.prepare(Path("pools/train.jsonl"), Path("tokenizer"), Path("corpus/train"))
+    api.train(Path("model"), Path("corpus/train"), Path("my-run"), steps=200, context=129,
+              batch_size=32, learning_rate=2e-3, beta1=0.9, beta2=0.99, epsilon=1e-8,
+              weight_decay=0.1, decay_scope="matrices", seed=1, precision="f32", shuffle=True,
+              checkpoint_every=100, device="cpu", processes=2)
+    api.resume(Path("my-run/step-100"), Path("corpus/train"), Path("resumed"), steps=200,
+               device="cpu")
+    api.evaluate(Path("my-run/step-200"), [Path("corpus/validation")])["corpora"]
+    api.sample(Path("my-run/step-200"), "The ", tokens=100, seed=1)
+
+The commands are: torch_docs and import_documents (`documents torch-docs`, `documents import`),
+assign, split, fit_tokenizer (`tokenizer fit`), prepare, init, train, resume, evaluate, sample,
+export, diff (`checkpoint diff`), report, and check_params (`pipeline check`).
 """
 
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from zrodlo.data.fitting import fit_tokenizer
+from zrodlo.data.pools import assign, split
 from zrodlo.data.preparation import prepare
+from zrodlo.data.sources import import_documents
+from zrodlo.data.torch_docs import torch_docs
+from zrodlo.evaluation.compare import diff
 from zrodlo.evaluation.evaluate import evaluate
 from zrodlo.evaluation.export import export
+from zrodlo.evaluation.report import report
 from zrodlo.evaluation.sample import sample
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import init
+from zrodlo.pipeline import check_params
+from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
-from zrodlo.training.runs import Compute, resume, train
+from zrodlo.training.runs import resume, train
 
-__all__ = ["Compute", "RunPlan", "evaluate", "export", "prepare", "resume", "sample", "train"]
+__all__ = [
+    "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "init",
+    "prepare", "report", "resume", "sample", "split", "torch_docs", "train",
+]  # fmt: skip
+
+
+def _declare(function: Callable[..., Any], declaration: type) -> None:
+    """Show the fields of `declaration` that are options as the keywords `function` takes as
+    **values, in the signature `help()` and `inspect.signature` give."""
+    empty = inspect.Parameter.empty
+    declared = [
+        inspect.Parameter(
+            field.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=empty if field.default is dataclasses.MISSING else field.default,
+            annotation=field.type,
+        )
+        for field in dataclasses.fields(declaration)
+        if field.metadata.get("help")
+    ]
+    signature = inspect.signature(function)
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    function.__signature__ = signature.replace(parameters=[*own, *declared])
+
+
+# train's hyperparameters and init's shape are the declared fields: help() and the command line
+# show each of them, and a field added to the declaration is a keyword here at once.
+_declare(train, RunPlan)
+_declare(init, ModelConfig)

@@ -16,7 +16,7 @@ COMMANDS = [
     ("documents", "torch-docs"), ("documents", "import"), ("documents", "assign"),
     ("documents", "split"), ("tokenizer", "fit"), ("corpus", "prepare"), ("model", "init"),
     ("model", "train"), ("model", "evaluate"), ("model", "sample"), ("model", "export"),
-    ("checkpoint", "resume"), ("checkpoint", "diff"), ("report",),
+    ("checkpoint", "resume"), ("checkpoint", "diff"), ("report",), ("pipeline", "check"),
 ]  # fmt: skip
 CHOICES = {
     ("model", "train"): {
@@ -66,3 +66,13 @@ def test_flags_with_fixed_values_list_them(command):
 def test_shuffle_shows_as_a_switch():
     shown = rows(help_of(("model", "train")))
     assert shown["--shuffle"] == ""
+
+
+def test_the_command_line_and_its_data_commands_start_without_torch():
+    """`zrodlo --help` and the data stages load no torch: it costs seconds a command."""
+    code = (
+        "import sys; from zrodlo.stages import cli, documents, assign, split, tokenizer, prepare; "
+        "print('torch' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "False\n"

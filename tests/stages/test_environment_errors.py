@@ -20,6 +20,9 @@ import pytest
 
 from zrodlo.training.checkpoint import read_checkpoint
 
+# In `make test`, not `make check`: full and read-only file systems for every command.
+pytestmark = pytest.mark.slow
+
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 NO_MOUNT = "mounting a tmpfs or a read-only bind needs root with CAP_SYS_ADMIN, not given here"
 FULL = "No space left on device"

@@ -27,6 +27,9 @@ from zrodlo.training.loop import fresh_provenance, run_updates
 from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
+# In `make test`, not `make check`: real runs killed at random moments and resumed.
+pytestmark = pytest.mark.slow
+
 FULL = os.environ.get("ZRODLO_FULL_TESTS") == "1"
 SCENARIOS = 20 if FULL else 3
 STEPS = 60

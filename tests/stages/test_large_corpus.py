@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# In `make test`, not `make check`: corpora past the size verified as they open.
+pytestmark = pytest.mark.slow
+
 DOCUMENTS = 40
 CHARACTERS_EACH = 450_000  # 40 * 450,002 uint16 tokens: 36 MB, past the 32 MiB verified at open
 EVERY = {"--checkpoint-every": 2}

@@ -22,6 +22,9 @@ import pytest
 
 from zrodlo.training.checkpoint import read_checkpoint
 
+# In `make test`, not `make check`: real worker processes over gloo.
+pytestmark = pytest.mark.slow
+
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "COLUMNS": "200"}

@@ -77,6 +77,7 @@ def test_the_same_run_again_into_its_directory_is_refused_past_its_checkpoints(
     )
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_naming_the_first_and_its_records_stay_its_own(
     tmp_path,
     dropout_model,

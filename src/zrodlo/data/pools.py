@@ -13,7 +13,8 @@ from pathlib import Path
 
 from zrodlo.data.documents import read_documents
 from zrodlo.storage import jsonfile
-from zrodlo.storage.digest import file_sha256
+from zrodlo.storage.digest import file_sha256, write_json
+from zrodlo.storage.outputs import check_new_file, new_directory, new_file
 from zrodlo.storage.refusal import Refusal
 
 POOLS = ("train", "validation", "test")
@@ -38,10 +39,8 @@ def check_fraction(flag: str, value: float) -> None:
         )
 
 
-def assign_pools(
-    ids: list[str], validation: float, test: float, source: Path
-) -> dict[str, list[str]]:
-    """Pools by id hash: below `validation` goes to validation, the next `test` to test, the rest train."""
+def check_shares(validation: float, test: float) -> None:
+    """Refuse shares of held-out documents that are no fractions, or that leave none to train on."""
     check_fraction("--validation", validation)
     check_fraction("--test", test)
     if validation + test >= 1.0:
@@ -49,6 +48,13 @@ def assign_pools(
             f"--validation {validation!r} and --test {test!r} leave no documents to train on; "
             "their sum must be below 1"
         )
+
+
+def assign_pools(
+    ids: list[str], validation: float, test: float, source: Path
+) -> dict[str, list[str]]:
+    """Pools by id hash: below `validation` goes to validation, the next `test` to test, the rest train."""
+    check_shares(validation, test)
     pools: dict[str, list[str]] = {pool: [] for pool in POOLS}
     for doc_id in ids:
         position = id_position(doc_id)
@@ -149,3 +155,25 @@ def split_documents(documents: Path, splits: Path, output: Path) -> dict:
             for pool in POOLS
         },
     }
+
+
+def assign(
+    documents: Path, output: Path, validation: float = 0.1, test: float = 0.1
+) -> dict[str, list[str]]:
+    """Write splits.json `output`: each id of `documents` in the pool a hash of the id alone puts
+    it in, so that adding documents never moves an existing one; return the pools."""
+    check_new_file(output)
+    ids = [document.id for document in read_documents(documents)]
+    pools = assign_pools(ids, validation, test, documents)
+    with new_file(output) as partial:
+        write_json(partial, pools)
+    return pools
+
+
+def split(documents: Path, splits: Path, output: Path) -> dict:
+    """Write each pool's documents (train.jsonl, validation.jsonl, test.jsonl) and manifest.json
+    into the new directory `output`; return the manifest: counts and sha256 of every file."""
+    with new_directory(output) as partial:
+        manifest = split_documents(documents, splits, partial)
+        write_json(partial / "manifest.json", manifest)
+    return manifest

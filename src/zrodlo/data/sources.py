@@ -16,6 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from zrodlo.data.documents import document_line, is_unicode
+from zrodlo.storage.outputs import new_file
 from zrodlo.storage.refusal import Refusal
 
 TABLE_SUFFIXES = {".parquet": "Parquet", ".csv": "CSV"}
@@ -206,3 +207,13 @@ def write_documents(pairs: Iterable[tuple[str, str]], output: Path, source: str)
     if count == 0:
         raise Refusal(f"{source} holds no documents; import needs one document or more")
     return count
+
+
+def import_documents(
+    source: Path, output: Path, id_column: str = "id", text_column: str = "text"
+) -> int:
+    """Write the documents of a folder of UTF-8 files or a Parquet or CSV table as the new
+    documents file `output`; return how many there are."""
+    pairs = source_documents(source, id_column, text_column)
+    with new_file(output) as partial:
+        return write_documents(pairs, partial, str(source))

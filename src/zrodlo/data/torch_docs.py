@@ -14,6 +14,7 @@ from pathlib import Path
 
 from zrodlo.data.sources import write_documents
 from zrodlo.storage.digest import file_sha256
+from zrodlo.storage.outputs import new_file
 from zrodlo.storage.refusal import Refusal
 
 # The default documents: every docstring of the modules under torch/nn/modules of the pinned torch.
@@ -102,3 +103,10 @@ def _dedented(text: str) -> str:
     margin = min((len(line) - len(line.lstrip(" ")) for line in rest), default=0)
     lines = [lines[0].strip(), *(line[margin:] for line in lines[1:])]
     return "\n".join(lines).strip("\n")
+
+
+def torch_docs(output: Path) -> int:
+    """Write the default documents into the new file `output`, checked against their sha256;
+    return how many there are."""
+    with new_file(output) as partial:
+        return write_default_documents(partial)

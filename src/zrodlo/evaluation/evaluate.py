@@ -12,6 +12,8 @@ from zrodlo.evaluation.bigram import Bigram
 from zrodlo.model.config import parameter_count
 from zrodlo.model.device import resolve_device
 from zrodlo.model.gpt import GPT
+from zrodlo.storage.digest import json_text
+from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_model
 from zrodlo.training.score import check_data, score
@@ -19,20 +21,25 @@ from zrodlo.training.score import check_data, score
 
 def evaluate(
     model: Path,
-    corpora: list[Path],
+    corpus: list[Path],
     context: int | None = None,
     batch_size: int = 64,
     baseline: Path | None = None,
+    output: Path | None = None,
     device: str = "cpu",
     ordinal: int | None = None,
 ) -> dict:
-    """The scores of `model` on each of `corpora`, at `context` tokens a window (the model's
-    positions + 1 where None): {"model": {...}, "corpora": {name: {"loss": ..., ...}}}."""
+    """The scores of `model` on each of `corpus` (a list of corpora), at `context` tokens a window
+    (the model's positions + 1 where None), `batch_size` windows a forward pass: {"model": {...},
+    "corpora": {name: {"loss": ..., ...}}}. With `baseline`, each corpus also gets the bigram
+    baseline of that training corpus; with `output`, the scores are written there as JSON too."""
+    if output is not None:
+        check_replaceable(output)
     loaded = read_model(model)
     window = context if context is not None else loaded.config.positions + 1
     if batch_size < 1:
         raise Refusal(f"--batch-size is {batch_size}; it must be a whole number of 1 or more")
-    opened = [(path, Corpus.open(path)) for path in corpora]
+    opened = [(path, Corpus.open(path)) for path in corpus]
     for _, data in opened:
         data.verify()  # on a second thread, while the model scores
     tables = [check_data(data, loaded, window) for _, data in opened]
@@ -63,7 +70,7 @@ def evaluate(
         results[path.name if path.name not in results else str(path)] = entry
     for _, data in opened:
         data.verified()  # no score of a corpus that fails its digests is reported
-    return {
+    scores = {
         "model": {
             "path": str(model),
             "parameters": parameter_count(loaded.config),
@@ -73,3 +80,6 @@ def evaluate(
         },
         "corpora": results,
     }
+    if output is not None:
+        replace_file(output, json_text(scores))
+    return scores

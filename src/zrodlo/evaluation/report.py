@@ -90,7 +90,7 @@ def write_report(path: Path, markdown: str) -> None:
     replace_file(path, markdown.encode("utf-8"))
 
 
-def write_run_report(
+def report(
     run: Path,
     metrics: Path,
     corpora: Path,
@@ -120,14 +120,13 @@ def write_run_report(
     from zrodlo.model.device import resolve_device
     from zrodlo.model.directory import check_tokenizer_fits
     from zrodlo.model.gpt import GPT
-    from zrodlo.training.checkpoint import TRAINER_FILE, read_model, read_record
+    from zrodlo.training.checkpoint import read_model_and_record
 
     # Everything is read and checked before the first file is written.
     check_sampling(sample_tokens, sample_temperature, None)
     check_seed(sample_seed)
-    loaded = read_model(model)
+    loaded, trainer = read_model_and_record(model)  # each file read and checked once
     check_tokenizer_fits(loaded)
-    trainer = read_record(model) if (model / TRAINER_FILE).exists() else None
     steps = read_steps(run)
     if trainer is not None:
         step = int(trainer["step"])

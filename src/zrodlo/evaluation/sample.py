@@ -105,7 +105,8 @@ def sample(
     tokens: int = 200,
     temperature: float = 0.8,  # the command's default: the same call gives the same text
     top_k: int | None = None,
-    seed: int = 0,
+    *,
+    seed: int,
     device: str = "cpu",
     ordinal: int | None = None,
 ) -> str:

@@ -5,28 +5,37 @@ alone.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
-import torch
-
-from zrodlo.model.device import memory_of
 from zrodlo.storage.refusal import Refusal
 
 
-@dataclass(frozen=True)
-class ModelConfig:
-    """The shape of a model and its dropout rates; stored as config.json in a model directory."""
+def option(help: str | None, default: Any = MISSING, metavar: str | None = None) -> Any:
+    """A field declared with the help its command-line option shows (None for a field that is no
+    option), and for a fixed set of values the metavar that lists them: the command line, the
+    Python API and params.yaml follow these declarations."""
+    return dataclasses.field(default=default, metadata={"help": help, "metavar": metavar})
 
-    vocab_size: int
-    positions: int  # the most tokens the model reads in one window
-    d_model: int
-    layers: int
-    heads: int
-    d_ff: int
-    dropout: float  # on the embedding output and on each residual branch
-    attention_dropout: float  # on attention probabilities; > 0 leaves the fused kernel
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """The shape of a model and its dropout rates; stored as config.json in a model directory, its
+    fields in this order."""
+
+    vocab_size: int = option(None)  # the tokenizer's, not an option
+    positions: int = option("The most tokens the model reads in one window.")
+    d_model: int = option("Width of the residual stream.")
+    layers: int = option("Transformer blocks.")
+    heads: int = option("Attention heads per block; must divide --d-model.")
+    d_ff: int = option("Width of each block's MLP.")
+    dropout: float = option("Dropout on embeddings and residual branches, in [0, 1).")
+    attention_dropout: float = option(
+        "Dropout on attention probabilities, in [0, 1); above 0 it leaves the fused kernel.", 0.0
+    )
 
     def validate(self) -> None:
         """Refuse a configuration no model can be built from, naming the command-line flag."""
@@ -91,7 +100,7 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
         if (_is_int(value) or isinstance(value, float)) and 0 <= value < 1:
             continue
         raise Refusal(f"{name(field)} is {value}; it must lie from 0 up to but not including 1")
-    needed, memory = training_state_bytes(config), memory_of(torch.device("cpu"))
+    needed, memory = training_state_bytes(config), machine_memory()
     if needed > memory:
         raise Refusal(
             f"a model of {parameter_count(config):,} parameters needs {needed / 2**30:,.1f} GiB "
@@ -164,3 +173,8 @@ def parameter_count(config: ModelConfig) -> int:
     # Two norms (scale and bias), qkv and out projections, the MLP's up and down, with biases.
     block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
     return embeddings + config.layers * block + 2 * d + d * config.vocab_size
+
+
+def machine_memory() -> int:
+    """Bytes of physical memory this machine has (a GPU's own is `zrodlo.model.device`'s)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -10,6 +10,7 @@ import os
 
 import torch
 
+from zrodlo.model.config import machine_memory
 from zrodlo.storage.refusal import Refusal
 
 DEVICES = ("cpu", "metal", "cuda")
@@ -104,4 +105,4 @@ def memory_of(device: torch.device) -> int:
     physical memory (which an Apple GPU shares)."""
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).total_memory
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return machine_memory()

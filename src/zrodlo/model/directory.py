@@ -10,17 +10,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from zrodlo.data.tokenizer import FILE_NAME as TOKENIZER_FILE
 from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.weights import check_weights
+from zrodlo.model.weights import check_weights, initial_weights
 from zrodlo.storage import jsonfile, tensorfile
 from zrodlo.storage.digest import file_sha256, write_json
 from zrodlo.storage.listing import read_listed
-from zrodlo.storage.outputs import is_partial
+from zrodlo.storage.outputs import check_new_directory, is_partial, new_directory
 from zrodlo.storage.refusal import Refusal
 
 CONFIG_FILE = "config.json"
@@ -152,3 +154,27 @@ def check_tokenizer_fits(model: Model) -> None:
             f"the vocab_size {model.config.vocab_size} of {model.path / CONFIG_FILE}; the model "
             "has no weights for the rest"
         )
+
+
+@dataclass(frozen=True)
+class InitializedModel:
+    """What `init` wrote: the model directory, its configuration and its files' sha256."""
+
+    path: Path
+    config: ModelConfig
+    digests: dict[str, str]
+
+
+def init(tokenizer: Path, output: Path, *, seed: int, **shape: Any) -> InitializedModel:
+    """Write the new model directory `output` for the tokenizer (or model) directory `tokenizer`:
+    its configuration from `shape` (the fields of `ModelConfig` but the vocabulary, which is the
+    tokenizer's) and weights drawn from ChaCha20 keyed by `seed`."""
+    check_new_directory(output)
+    fitted = CharTokenizer.load(tokenizer)
+    config = ModelConfig(vocab_size=fitted.vocab_size, **shape)
+    config.validate()
+    check_seed(seed)
+    weights = initial_weights(config, seed)
+    with new_directory(output) as partial:
+        digests = write_model(partial, config, fitted, weights)
+    return InitializedModel(output, config, digests)

@@ -10,8 +10,6 @@ from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
-PRECISIONS = ("f32", "bf16")
-
 
 def autocast(device: torch.device, precision: str) -> AbstractContextManager:
     """The context a forward pass runs in: torch's bf16 autocast for `bf16`, nothing for `f32`."""

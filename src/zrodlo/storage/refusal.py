@@ -62,11 +62,6 @@ class LostContact(Refusal):
         )
 
 
-class Reported(Exception):
-    """An error the user has already been told of by the process that met it: worker 0 of a
-    data-parallel run prints its refusal, and the process that launched the workers only ends."""
-
-
 def shown(value: float | int) -> str:
     """A number as the user typed it, as near as the parsed value allows: `0.1`, `nan`, `-3`."""
     if isinstance(value, bool) or not isinstance(value, int):

@@ -52,10 +52,17 @@ def checkpoint_name(step: int) -> str:
 def read_model(path: Path) -> Model:
     """Read a model directory or a checkpoint's model, every file checked against model.json or,
     in a checkpoint, trainer.json, and loaded from the bytes checked."""
+    return read_model_and_record(path)[0]
+
+
+def read_model_and_record(path: Path) -> tuple[Model, dict | None]:
+    """A model directory or checkpoint read once: its model, and a checkpoint's verified
+    trainer.json (None for a model directory). Each file is read, hashed and checked once."""
     check_readable(path)
     if (path / TRAINER_FILE).exists():
-        return model_from_files(path, read_verified(path)[1])
-    return read_model_directory(path)
+        record, files = read_verified(path)
+        return model_from_files(path, files), record
+    return read_model_directory(path), None
 
 
 def write_checkpoint(

@@ -16,6 +16,11 @@ from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import TRAINER_FILE
 
 
+class EnvironmentWarning(UserWarning):
+    """A resume on another torch version or machine: it runs, without the promise of
+    bit-equality."""
+
+
 def environment(device: torch.device, processes: int = 1) -> dict:
     """What bit-equality of a continued run depends on besides the plan and the data (the
     software, the processor and the vector kernels torch picked for it, the thread count, the

@@ -8,69 +8,12 @@ the next update (the textbook's 0.9 + 0.1/19 against 1.0).
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from zrodlo.storage.refusal import Refusal, shown
+from zrodlo.training.plan import AdamWSettings
 
-DECAY_SCOPES = ("all", "matrices")
 STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")
-
-
-SMALLEST_NORMAL_F32 = float(np.finfo(np.float32).tiny)
-
-
-def _positive_finite(value: float) -> bool:
-    return math.isfinite(value) and value > 0
-
-
-@dataclass(frozen=True)
-class AdamWSettings:
-    """AdamW's values besides the learning rate, which the schedule sets every update."""
-
-    beta1: float
-    beta2: float
-    epsilon: float
-    weight_decay: float
-    decay_scope: str = "all"
-
-    def validate(self) -> None:
-        """Raise the first refusal that applies, in seed 001's order: epsilon, betas, decay."""
-        if not _positive_finite(self.epsilon):
-            raise Refusal(
-                f"--epsilon is {shown(self.epsilon)}; it must be a positive finite number"
-            )
-        if float(np.float32(self.epsilon)) < SMALLEST_NORMAL_F32:
-            # AdamW adds epsilon to float32 moments: below float32's normal range it rounds to
-            # zero (or loses its precision), and a weight whose gradient is zero turns into 0/0.
-            raise Refusal(
-                f"--epsilon is {shown(self.epsilon)}, which float32 cannot hold; it must be at "
-                f"least {SMALLEST_NORMAL_F32!r}"
-            )
-        for flag, beta in (("--beta1", self.beta1), ("--beta2", self.beta2)):
-            # A NaN fails both comparisons, so it is refused too.
-            if not (0 < beta < 1):
-                raise Refusal(
-                    f"{flag} is {shown(beta)}; a moment decay lies above zero and below 1"
-                )
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise Refusal(
-                f"--weight-decay is {shown(self.weight_decay)}; "
-                "it must be a finite number that is not negative"
-            )
-        if self.decay_scope not in DECAY_SCOPES:
-            # The command line passes the value as typed, so an unknown name is refused here.
-            raise Refusal(
-                f"--decay-scope is '{self.decay_scope}'; the weights that decay are all or matrices"
-            )
-
-
-def check_clip_norm(value: float | None) -> None:
-    """Refuse a clip norm that is given and is not a positive finite number."""
-    if value is not None and not _positive_finite(value):
-        raise Refusal(f"--clip-norm is {shown(value)}; it must be a positive finite number")
 
 
 def decays(parameter: torch.Tensor, scope: str) -> bool:

@@ -1,21 +1,80 @@
-"""The plan of a training run: every hyperparameter, checked, recorded and read back.
+"""The plan of a training run: every hyperparameter, declared once, checked, recorded and read back.
 
 A plan is what trainer.json records and what a resume continues with; a run's outcome is a function
-of its plan, its starting weights and its corpus. The checks raise seed 001's sentences in the order
-the seed lists them.
+of its plan, its starting weights and its corpus. Each field carries the help its command-line
+option shows (the command line, the Python API and params.yaml all follow these declarations), and
+`validate` raises seed 001's sentences in the order the seed lists them. Nothing here needs torch,
+so the command line reads the declarations without loading it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from zrodlo.data.windows import check_context
 from zrodlo.draws.chacha import check_seed
-from zrodlo.model.precision import PRECISIONS
-from zrodlo.storage.refusal import Refusal
-from zrodlo.training.optimizer import AdamWSettings, check_clip_norm
+from zrodlo.model.config import option
+from zrodlo.storage.refusal import Refusal, shown
 from zrodlo.training.schedule import Schedule, check_learning_rate
+
+PRECISIONS = ("f32", "bf16")
+DECAY_SCOPES = ("all", "matrices")
+SMALLEST_NORMAL_F32 = float(np.finfo(np.float32).tiny)
+
+
+def _positive_finite(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
+@dataclass(frozen=True)
+class AdamWSettings:
+    """AdamW's values besides the learning rate, which the schedule sets every update."""
+
+    beta1: float
+    beta2: float
+    epsilon: float
+    weight_decay: float
+    decay_scope: str = "all"
+
+    def validate(self) -> None:
+        """Raise the first refusal that applies, in seed 001's order: epsilon, betas, decay."""
+        if not _positive_finite(self.epsilon):
+            raise Refusal(
+                f"--epsilon is {shown(self.epsilon)}; it must be a positive finite number"
+            )
+        if float(np.float32(self.epsilon)) < SMALLEST_NORMAL_F32:
+            # AdamW adds epsilon to float32 moments: below float32's normal range it rounds to
+            # zero (or loses its precision), and a weight whose gradient is zero turns into 0/0.
+            raise Refusal(
+                f"--epsilon is {shown(self.epsilon)}, which float32 cannot hold; it must be at "
+                f"least {SMALLEST_NORMAL_F32!r}"
+            )
+        for flag, beta in (("--beta1", self.beta1), ("--beta2", self.beta2)):
+            # A NaN fails both comparisons, so it is refused too.
+            if not (0 < beta < 1):
+                raise Refusal(
+                    f"{flag} is {shown(beta)}; a moment decay lies above zero and below 1"
+                )
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise Refusal(
+                f"--weight-decay is {shown(self.weight_decay)}; "
+                "it must be a finite number that is not negative"
+            )
+        if self.decay_scope not in DECAY_SCOPES:
+            # The command line passes the value as typed, so an unknown name is refused here.
+            raise Refusal(
+                f"--decay-scope is '{self.decay_scope}'; the weights that decay are all or matrices"
+            )
+
+
+def check_clip_norm(value: float | None) -> None:
+    """Refuse a clip norm that is given and is not a positive finite number."""
+    if value is not None and not _positive_finite(value):
+        raise Refusal(f"--clip-norm is {shown(value)}; it must be a positive finite number")
 
 
 def _check_whole(flag: str, value: int | None, least: int = 1) -> None:
@@ -25,32 +84,72 @@ def _check_whole(flag: str, value: int | None, least: int = 1) -> None:
         raise Refusal(f"{flag} is {value}; it must be a whole number of {least} or more")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunPlan:
-    """Every value that shapes a run's updates, plus when it scores and writes checkpoints."""
+    """Every value that shapes a run's updates, plus when it scores and writes checkpoints.
 
-    steps: int
-    context: int
-    batch_size: int
-    learning_rate: float
-    beta1: float
-    beta2: float
-    epsilon: float
-    weight_decay: float
-    decay_scope: str
-    seed: int
-    precision: str
-    micro_batch_size: int | None = None
-    warmup_steps: int = 0
-    stable_steps: int | None = None
-    decay_steps: int | None = None
-    decay_shape: str | None = None
-    min_learning_rate: float | None = None
-    clip_norm: float | None = None
-    shuffle: bool = False
-    eval_every: int | None = None
-    checkpoint_every: int | None = None
-    keep_checkpoints: int | None = None
+    The fields stay in this order: trainer.json records them in it."""
+
+    steps: int = option("How many optimizer updates the run makes.")
+    context: int = option("Tokens per training window; the model reads all but the last.")
+    batch_size: int = option("Windows per optimizer update.")
+    learning_rate: float = option("AdamW's step size: a positive finite number.")
+    beta1: float = option("AdamW's decay of the gradient's running mean, between 0 and 1.")
+    beta2: float = option("AdamW's decay of the squared gradient's running mean, between 0 and 1.")
+    epsilon: float = option("AdamW's term added to the denominator: a positive finite number.")
+    weight_decay: float = option("AdamW's decoupled weight decay: a finite number, zero or more.")
+    decay_scope: str = option(
+        "The weights --weight-decay pulls toward zero: all, or matrices only (no biases or norm "
+        "scales).",
+        metavar="[all|matrices]",
+    )
+    seed: int = option(
+        "Keys the dropout masks and the shuffled window order; a resumed run keeps it."
+    )
+    precision: str = option(
+        "f32, or bf16 for mixed precision on a GPU; a resumed run keeps it.", metavar="[f32|bf16]"
+    )
+    micro_batch_size: int | None = option(
+        "Windows per forward pass, dividing --batch-size; the step's gradient is the sum over its "
+        "micro-batches.",
+        None,
+    )
+    warmup_steps: int = option(
+        "Updates over which the learning rate rises linearly to --learning-rate.", 0
+    )
+    stable_steps: int | None = option(
+        "Updates after the warmup at the full rate before the decay starts; needs --decay-steps.",
+        None,
+    )
+    decay_steps: int | None = option(
+        "Updates over which the rate falls in --decay-shape to --min-learning-rate.", None
+    )
+    decay_shape: str | None = option(
+        "How the rate falls over --decay-steps: cosine or linear; required with it.",
+        None,
+        metavar="[cosine|linear]",
+    )
+    min_learning_rate: float | None = option(
+        "The rate the decay ends at and keeps; required with --decay-steps.", None
+    )
+    clip_norm: float | None = option(
+        "The largest global L2 norm a step's gradient keeps; a larger one is scaled down to it.",
+        None,
+    )
+    shuffle: bool = option(
+        "Read each pass over the corpus in an order drawn from --seed and the pass.", False
+    )
+    eval_every: int | None = option(
+        "Steps between held-out scores, and the last step; needs --eval-corpus.", None
+    )
+    checkpoint_every: int | None = option(
+        "Steps between checkpoints written under --output; the last step is always written.", None
+    )
+    keep_checkpoints: int | None = option(
+        "Keep only the newest this many checkpoints under --output, removing older ones as new "
+        "ones are written.",
+        None,
+    )
 
     @property
     def schedule(self) -> Schedule:

@@ -1,8 +1,9 @@
-"""The per-step records of a run directory, and the comparison of two runs step by step.
+"""The per-step records of a run directory.
 
 - steps.csv: step, loss, learning_rate, grad_norm, targets, eval_loss, for people and `dvc plots`;
 - ledger.jsonl: per step the sha256 of its window indices and the loss, rate, norm and held-out loss
-  as exact hex floats; after each checkpoint, the sha256 of its state files;
+  as exact hex floats; after each checkpoint, the sha256 of its state files (what
+  `zrodlo.evaluation.compare` compares);
 - held_out.csv: step, eval_loss on the steps that scored the held-out corpus, a dense series for
   `dvc plots` (steps.csv leaves the column empty between scores);
 - timing.csv: step, seconds, tokens_per_second, the only machine-dependent record; a run may write
@@ -201,52 +202,3 @@ def read_ledger(path: Path) -> list[dict]:
             raise Refusal(f"{path} line {number} does not load as a ledger entry: it names no step")
         entries.append(entry)
     return entries
-
-
-@dataclass(frozen=True)
-class LedgerComparison:
-    """Two runs compared on the steps both recorded, and on the checkpoints both wrote."""
-
-    steps_compared: int
-    first_difference: int | None  # the first step whose records differ, or None
-    field: str | None  # what differs there
-    checkpoint_step: int | None = None  # the newest checkpoint both runs wrote
-    digests: tuple[dict, dict] | None = None  # its state files' sha256 in each run
-
-    def to_json(self) -> dict:
-        return {
-            "steps_compared": self.steps_compared,
-            "first_differing_step": self.first_difference,
-            "field": self.field,
-            "equal": self.first_difference is None,
-            "checkpoint_step": self.checkpoint_step,
-            "digests": None if self.digests is None else list(self.digests),
-        }
-
-
-def compare_ledgers(first: list[dict], second: list[dict]) -> LedgerComparison:
-    """Compare two ledgers on the steps both hold, and the checkpoints both wrote, step by step."""
-    steps_a = {e["step"]: e for e in first if "checkpoint" not in e}
-    steps_b = {e["step"]: e for e in second if "checkpoint" not in e}
-    saved_a = {e["step"]: e["checkpoint"] for e in first if "checkpoint" in e}
-    saved_b = {e["step"]: e["checkpoint"] for e in second if "checkpoint" in e}
-    common = sorted(set(steps_a) & set(steps_b))
-    both_saved = sorted(set(saved_a) & set(saved_b))
-    last = both_saved[-1] if both_saved else None
-    found = {
-        "checkpoint_step": last,
-        "digests": None if last is None else (saved_a[last], saved_b[last]),
-    }
-    for step in sorted(set(common) | set(both_saved)):
-        for field in ("windows", "loss", "learning_rate", "grad_norm", "eval_loss"):
-            if (
-                step in steps_a
-                and step in steps_b
-                and steps_a[step].get(field) != steps_b[step].get(field)
-            ):
-                return LedgerComparison(len(common), step, field, **found)
-        if step in saved_a and step in saved_b:
-            for name in sorted(set(saved_a[step]) | set(saved_b[step])):
-                if saved_a[step].get(name) != saved_b[step].get(name):
-                    return LedgerComparison(len(common), step, name, **found)
-    return LedgerComparison(len(common), None, None, **found)

@@ -1,7 +1,7 @@
 """Training from what lies on disk: `train` a model directory on a prepared corpus, or `resume` a
-checkpoint, each read and checked, computed on this process or on workers it starts, and carried
-through the loop of `zrodlo.training.loop`. The commands `model train` and `checkpoint resume` call these,
-and so can a script or a notebook.
+checkpoint, each read and checked, computed on this process or on worker processes it starts, and
+carried through the loop of `zrodlo.training.loop`. The commands `model train` and `checkpoint
+resume` call these, and so can a script or a notebook.
 
 Every check that can refuse runs before anything is written, in the order seed 001 (train) and
 seed 000 (resume) give; in a data-parallel run every process reaches the same refusal.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.draws.chacha import GENERATOR
@@ -21,11 +21,18 @@ from zrodlo.model.device import resolve_device
 from zrodlo.model.directory import TOKENIZER_FILE
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_checkpoint, read_model
-from zrodlo.training.environment import match_environment
-from zrodlo.training.launch import run_as_workers
+from zrodlo.training.environment import EnvironmentWarning, match_environment
+from zrodlo.training.launch import launched, run_workers
 from zrodlo.training.loop import check_held_out, fresh_provenance, open_held_out, run_updates
 from zrodlo.training.plan import RunPlan
-from zrodlo.training.ranks import check_threads, join, local_rank, use_threads
+from zrodlo.training.ranks import (
+    check_processes,
+    check_share,
+    check_threads,
+    join,
+    local_rank,
+    use_threads,
+)
 from zrodlo.training.records import StepRecord
 from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
@@ -35,94 +42,92 @@ from zrodlo.training.step import Trainer
 Progress = Callable[[int, int], AbstractContextManager[Callable[[StepRecord], None]]]
 
 
-def _quiet(done: int, steps: int) -> AbstractContextManager[Callable[[StepRecord], None]]:
+def quiet(done: int, steps: int) -> AbstractContextManager[Callable[[StepRecord], None]]:
+    """The progress of a run that shows none."""
     return nullcontext(lambda record: None)
-
-
-class EnvironmentWarning(UserWarning):
-    """A resume on another torch version: it runs, without the promise of bit-equality."""
-
-
-@dataclass(frozen=True)
-class Compute:
-    """Where a run computes: the device kind and GPU, and how many processes share each step.
-
-    Under torchrun the launcher has started the processes already, and `processes` stays 1.
-    """
-
-    device: str = "cpu"
-    ordinal: int | None = None
-    processes: int = 1
 
 
 def train(
     model: Path,
     corpus: Path,
     output: Path,
-    plan: RunPlan,
-    compute: Compute = Compute(),
+    *,
+    device: str,
+    ordinal: int | None = None,
+    processes: int = 1,
     threads: int | None = None,
     eval_corpus: Path | None = None,
-    progress: Progress = _quiet,
     timing: Path | None = None,
-) -> list[Path] | None:
-    """Train every weight of `model` on `corpus` by `plan`, writing checkpoints into `output`.
+    progress: Progress = quiet,
+    **plan: Any,
+) -> list[Path]:
+    """Train every weight of `model` on `corpus`, writing checkpoints into `output`; `plan` holds
+    the hyperparameters, the fields of `RunPlan` (the command's flags with underscores).
 
-    `threads` is the thread count of each process, which the weights depend on (torch's own
-    default where None); `timing` is the file the step times go to, if not the run directory's
-    timing.csv. Returns the checkpoints written, or None in a process that does not
-    report: a launcher whose workers have run, or a worker other than process 0.
-    """
-    plan.validate()
+    `processes` processes share each step (started here, or already by torchrun), each computing on
+    `threads` threads, which the weights depend on (torch's own default where None); `timing` is
+    the file the step times go to, if not the run directory's timing.csv. Returns the checkpoints
+    written (none in a process of torchrun's other than process 0)."""
+    checked = RunPlan(**plan)
+    checked.validate()
     check_threads(threads)
-    if run_as_workers(compute.processes, plan, threads):
-        return None
+    if processes != 1 and not launched():
+        check_processes(processes)
+        check_share(processes, checked.batch_size, checked.micro_batch)
+        request = {
+            "command": "train", "model": model, "corpus": corpus, "output": output,
+            "device": device, "ordinal": ordinal, "threads": threads,
+            "eval_corpus": eval_corpus, "timing": timing, **plan,
+        }  # fmt: skip
+        return run_workers(request, processes, threads, progress)
     use_threads(threads)
     start = read_model(model)
     data = Corpus.open(corpus)
-    table = check_data(data, start, plan.context)
-    check_held_out(eval_corpus, plan.eval_every)
-    held_out = open_held_out(eval_corpus, start, plan.context)
-    target = resolve_device(compute.device, compute.ordinal, plan.precision, local_rank())
+    table = check_data(data, start, checked.context)
+    check_held_out(eval_corpus, checked.eval_every)
+    held_out = open_held_out(eval_corpus, start, checked.context)
+    target = resolve_device(device, ordinal, checked.precision, local_rank())
     ranks = join(target)
-    trainer = Trainer.start(plan, start, data.tokens, table, target, ranks)
-    provenance = fresh_provenance(start, data.digest, plan)
-    with progress(0, plan.steps) if ranks.leads else _quiet(0, plan.steps) as on_step:
+    trainer = Trainer.start(checked, start, data.tokens, table, target, ranks)
+    provenance = fresh_provenance(start, data.digest, checked)
+    with progress(0, checked.steps) if ranks.leads else quiet(0, checked.steps) as on_step:
         written = run_updates(
-            trainer,
-            plan,
-            0,
-            output,
-            start,
-            provenance,
-            held_out,
-            on_step,
-            timing=timing,
-            corpus=data,
-        )
-    return written if ranks.leads else None
+            trainer, checked, 0, output, start, provenance, held_out, on_step,
+            timing=timing, corpus=data,
+        )  # fmt: skip
+    return written if ranks.leads else []
 
 
 def resume(
     checkpoint: Path,
     corpus: Path,
     output: Path,
+    *,
     steps: int,
-    compute: Compute = Compute(),
+    device: str,
+    ordinal: int | None = None,
+    processes: int = 1,
     eval_corpus: Path | None = None,
     eval_every: int | None = None,
     checkpoint_every: int | None = None,
     keep_checkpoints: int | None = None,
-    progress: Progress = _quiet,
     timing: Path | None = None,
-) -> list[Path] | None:
+    progress: Progress = quiet,
+) -> list[Path]:
     """Continue `checkpoint` to `steps` with its own plan, optimizer state, data position and
     thread count, writing checkpoints into `output`; the run equals the uninterrupted one.
-    `timing` is as `train`'s.
 
-    Returns the checkpoints written, or None in a process that does not report. A resume on
-    another torch version, processor or GPU warns with an `EnvironmentWarning` and goes on.
-    """
+    Returns the checkpoints written. A resume on another torch version, processor or GPU warns
+    with an `EnvironmentWarning` and goes on."""
+    if processes != 1 and not launched():
+        check_processes(processes)
+        request = {
+            "command": "resume", "checkpoint": checkpoint, "corpus": corpus, "output": output,
+            "steps": steps, "device": device, "ordinal": ordinal, "eval_corpus": eval_corpus,
+            "eval_every": eval_every, "checkpoint_every": checkpoint_every,
+            "keep_checkpoints": keep_checkpoints, "timing": timing,
+        }  # fmt: skip
+        return run_workers(request, processes, None, progress)
     state = read_checkpoint(checkpoint)
     record = state.record
     if state.model.tokenizer.digest != record.get("tokenizer_digest"):
@@ -148,32 +153,21 @@ def resume(
     plan = _continued_plan(
         checkpoint, record, steps, eval_every, checkpoint_every, keep_checkpoints
     )
-    if run_as_workers(compute.processes, plan):
-        return None
     table = check_data(data, state.model, plan.context)
     check_held_out(eval_corpus, eval_every)
     held_out = open_held_out(eval_corpus, state.model, plan.context)
-    target = resolve_device(compute.device, compute.ordinal, plan.precision, local_rank())
+    target = resolve_device(device, ordinal, plan.precision, local_rank())
     reasons = match_environment(checkpoint, record.get("environment", {}), target)
     ranks = join(target)
     for reason in reasons if ranks.leads else []:
         warnings.warn(reason, EnvironmentWarning, stacklevel=2)
     trainer = Trainer.restore(plan, state, data.tokens, table, target, ranks)
-    with progress(done, steps) if ranks.leads else _quiet(done, steps) as on_step:
+    with progress(done, steps) if ranks.leads else quiet(done, steps) as on_step:
         written = run_updates(
-            trainer,
-            plan,
-            done,
-            output,
-            state.model,
-            state.provenance,
-            held_out,
-            on_step,
-            continues=record["files"],
-            timing=timing,
-            corpus=data,
-        )
-    return written if ranks.leads else None
+            trainer, plan, done, output, state.model, state.provenance, held_out, on_step,
+            continues=record["files"], timing=timing, corpus=data,
+        )  # fmt: skip
+    return written if ranks.leads else []
 
 
 def _continued_plan(

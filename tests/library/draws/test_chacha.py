@@ -576,6 +576,7 @@ def test_permutation_is_a_permutation() -> None:
         np.testing.assert_array_equal(np.sort(perm), np.arange(n))
 
 
+@pytest.mark.slow
 def test_the_bijection_is_one_onto_every_count_up_to_three_thousand_and_at_large_ones() -> None:
     stream = Stream(113, Purpose.WINDOW_ORDER, a=5)
     for n in [*range(1, 3001), 2**16, 2**16 + 1, 1_000_003]:
@@ -626,6 +627,7 @@ def test_the_bijection_refuses_positions_outside_its_count() -> None:
         bijection(Stream(115, Purpose.WINDOW_ORDER), 0, np.array([], dtype=np.int64))
 
 
+@pytest.mark.slow
 def test_each_window_goes_to_each_place_equally_often() -> None:
     n, passes = 37, 3000
     placed = np.zeros((n, n))
@@ -652,6 +654,7 @@ def test_permutations_differ_across_seeds_and_passes() -> None:
         (5, 6000, 172.4),  # 119 degrees of freedom
     ],
 )
+@pytest.mark.slow
 def test_every_order_of_a_few_windows_is_equally_likely(n: int, passes: int, critical: float):
     orders = math.factorial(n)
     index: dict[tuple, int] = {}
@@ -680,6 +683,7 @@ def test_keep_mask_tensor_on_cpu_and_through_torch_keystream_match_numpy() -> No
         np.testing.assert_array_equal(through_torch.numpy(), expected)
 
 
+@pytest.mark.slow
 def test_the_fused_kernel_cuda_draws_with_gives_the_bits_of_keep_mask() -> None:
     """The compiled kernel (here compiled for the CPU, as it is for CUDA on a GPU): one compile,
     its sizes symbolic, serves every size and offset, and each mask equals `keep_mask` bit for

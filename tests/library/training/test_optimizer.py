@@ -8,14 +8,13 @@ from safetensors.torch import load, save
 
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.optimizer import (
-    AdamWSettings,
     build_adamw,
-    check_clip_norm,
     clip_gradients,
     load_optimizer_state,
     optimizer_state_tensors,
     set_learning_rate,
 )
+from zrodlo.training.plan import AdamWSettings, check_clip_norm
 
 TEXTBOOK = AdamWSettings(beta1=0.9, beta2=0.99, epsilon=0.0, weight_decay=0.0)
 

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
+from zrodlo.evaluation.compare import compare_ledgers
 from zrodlo.training.records import (
     LEDGER_FILE,
     STEPS_FILE,
     RunLog,
     StepRecord,
-    compare_ledgers,
     last_record,
     read_ledger,
 )

@@ -1,0 +1,136 @@
+"""The DVC pipeline's params (params.yaml), checked together before any stage runs work.
+
+Each stage's command checks its own flags; what no command can see is how the sections agree: the
+checkpoint the resume stage continues must be one the train stage writes and keeps, the context a
+window reads must fit the model's positions, the processes must divide a step's micro-batches.
+The `params` stage checks all of it first, with sentences that name the params, so that an
+experiment that could not finish is refused before it trains.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from zrodlo.data.pools import check_shares
+from zrodlo.draws.chacha import check_seed
+from zrodlo.model.config import ModelConfig
+from zrodlo.storage.outputs import check_replaceable, replace_file
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.plan import RunPlan
+
+# What the check holds the params to; the `params` stage writes these lines, which change only
+# when the rules do, so the stages after it rerun for a change of their own params alone.
+RULES = (
+    "splits: shares of held-out documents that leave documents to train on",
+    "init: a model configuration model init accepts",
+    "train: a plan model train accepts, with --shuffle as the stage passes it",
+    "train.context - 1 at most init.positions",
+    "train.processes divides the micro-batches of a step",
+    "resume.before_end names a checkpoint the train stage writes and keeps",
+    "report: a sample model sample accepts",
+)
+_FLAG = re.compile(r"--([a-z0-9]+(?:-[a-z0-9]+)*)")
+
+
+def check_params(params: Path = Path("params.yaml"), output: Path | None = None) -> tuple[str, ...]:
+    """Refuse params.yaml when its sections do not make a pipeline that can finish, naming the
+    params; with `output`, write the rules checked there. Returns the rules."""
+    if output is not None:
+        check_replaceable(output)
+    sections = _read(params)
+    for name in ("splits", "init", "train", "resume", "report"):
+        if not isinstance(sections.get(name), dict):
+            raise Refusal(f"{params} has no section {name}; the pipeline's stages read it")
+    splits, init, train = sections["splits"], sections["init"], sections["train"]
+    _as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
+    shape = {key: value for key, value in init.items() if key != "seed"}
+    _as_params("init", lambda: ModelConfig(vocab_size=1, **shape).validate())
+    _as_params("init", lambda: check_seed(init["seed"]))
+    values = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
+    plan = _as_params("train", lambda: RunPlan(**values, shuffle=True))
+    _as_params("train", plan.validate)
+    if train["context"] - 1 > init["positions"]:
+        raise Refusal(
+            f"train.context {train['context']} makes the model read {train['context'] - 1} "
+            f"tokens, more than the init.positions {init['positions']} it has; raise "
+            "init.positions or lower train.context"
+        )
+    micro_batches = plan.batch_size // plan.micro_batch
+    processes = train.get("processes", 1)
+    if not (isinstance(processes, int) and processes >= 1 and micro_batches % processes == 0):
+        raise Refusal(
+            f"train.processes {processes} does not divide the {micro_batches} micro-batches of a "
+            f"step (train.batch_size {plan.batch_size} in train.micro_batch_size "
+            f"{plan.micro_batch}); every process computes an equal share of each step"
+        )
+    _check_resume(sections["resume"]["before_end"], plan)
+    report = sections["report"]
+    if not (isinstance(report["sample_tokens"], int) and report["sample_tokens"] >= 1):
+        raise Refusal(
+            f"report.sample_tokens is {report['sample_tokens']}; a sample needs one token or more"
+        )
+    _as_params("report", lambda: check_seed(report["sample_seed"]))
+    if output is not None:
+        heading = f"The sections of {params.name} held to these rules:"
+        replace_file(output, "\n".join([heading, *RULES, ""]).encode())
+    return RULES
+
+
+def _check_resume(before_end: Any, plan: RunPlan) -> None:
+    """The checkpoint the resume stage continues, train.steps - resume.before_end, is one the train
+    stage writes and retention keeps."""
+    if isinstance(before_end, bool) or not isinstance(before_end, int) or before_end < 1:
+        raise Refusal(f"resume.before_end is {before_end}; it must be a whole number of 1 or more")
+    if before_end >= plan.steps:
+        raise Refusal(
+            f"resume.before_end {before_end} is not below train.steps {plan.steps}; the resume "
+            "stage continues a checkpoint before the last step"
+        )
+    written = plan.checkpoint_steps(0)
+    kept = written[-plan.keep_checkpoints :] if plan.keep_checkpoints else written
+    start = plan.steps - before_end
+    if start in kept:
+        return
+    names = ", ".join(f"step-{step}" for step in kept)
+    held = f"train.steps {plan.steps}, train.checkpoint_every {plan.checkpoint_every}"
+    if plan.keep_checkpoints:
+        held += f" and train.keep_checkpoints {plan.keep_checkpoints}"
+    choices = [plan.steps - step for step in kept if step < plan.steps]
+    fix = (
+        f"set resume.before_end to {' or '.join(map(str, choices))}"
+        if choices
+        else "keep two checkpoints or more"
+    )
+    raise Refusal(
+        f"resume.before_end {before_end} has the resume stage continue step-{start}, and with "
+        f"{held} the train stage keeps {names}; {fix}"
+    )
+
+
+def _as_params(section: str, check: Any) -> Any:
+    """Run a command's own check, its sentence naming the params instead of the flags."""
+    try:
+        return check()
+    except Refusal as refusal:
+        raise Refusal(
+            _FLAG.sub(lambda m: f"{section}.{m.group(1).replace('-', '_')}", refusal.sentence)
+        ) from None
+    except (KeyError, TypeError) as error:
+        raise Refusal(f"params.yaml section {section} cannot be read: {error}") from None
+
+
+def _read(params: Path) -> dict:
+    try:
+        data = yaml.safe_load(params.read_bytes())
+    except OSError as error:
+        raise Refusal(f"{params} cannot be read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise Refusal(f"{params} is not YAML: {' '.join(str(error).split())}") from None
+    if not isinstance(data, dict):
+        raise Refusal(f"{params} holds {json.dumps(data)[:40]}, not the sections of the pipeline")
+    return data

@@ -1,0 +1,79 @@
+"""The entry point of a data-parallel run's workers: `python -m zrodlo.training.worker REQUEST`,
+started by `zrodlo.training.launch` with a request in JSON (a command, train or resume, and its
+keywords). Each worker runs the library's `train` or `resume` as one process of the run; process
+0 reports its progress, warnings and refusal or result to the caller that started them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from zrodlo.storage.refusal import LOST_CONTACT_STATUS, LostContact, Refusal
+from zrodlo.training.launch import report_channel, send
+from zrodlo.training.records import StepRecord
+from zrodlo.training.runs import resume, train
+
+PATHS = ("model", "checkpoint", "corpus", "output", "eval_corpus", "timing")
+# A process other than 0 that meets a refusal waits this long before it ends, so that process 0,
+# which meets the same one, reports it before the agent stops every process on the first to end.
+QUIET_PROCESS_WAIT_S = 2.0
+
+
+def main(words: str) -> int:
+    """Run one worker's share of the request; return its exit status."""
+    request = json.loads(words)
+    command = {"train": train, "resume": resume}[request.pop("command")]
+    for name in PATHS:
+        if request.get(name) is not None:
+            request[name] = Path(request[name])
+    channel = report_channel()
+    try:
+        if channel is None:
+            command(**request)
+            return 0
+        with _warnings_to(channel):
+            written = command(**request, progress=_progress_to(channel))
+        send(channel, "written", [str(path) for path in written])
+        return 0
+    except LostContact:
+        return LOST_CONTACT_STATUS  # the caller names the process that failed first
+    except Refusal as refusal:
+        if channel is not None:
+            send(channel, "refusal", refusal.sentence)
+        else:
+            time.sleep(QUIET_PROCESS_WAIT_S)
+        return 1
+
+
+def _progress_to(channel: Connection) -> Callable:
+    """A run's progress, step by step, sent to the caller."""
+
+    @contextmanager
+    def progress(done: int, steps: int) -> Iterator[Callable[[StepRecord], None]]:
+        send(channel, "start", done, steps)
+        yield lambda record: send(channel, "step", asdict(record))
+
+    return progress
+
+
+@contextmanager
+def _warnings_to(channel: Connection) -> Iterator[None]:
+    """The run's warnings sent to the caller, which shows them, instead of shown here."""
+    shown = warnings.showwarning
+    warnings.showwarning = lambda message, *rest, **named: send(channel, "warning", str(message))
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,86 @@
+"""The pipeline's params checked together: every train.steps the check accepts makes a pipeline
+whose resume stage finds its checkpoint, every one it refuses would not, and each refusal names
+the params."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from zrodlo.pipeline import check_params
+from zrodlo.storage.refusal import Refusal
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def params_with(tmp_path: Path, **changes: dict) -> Path:
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for section, values in changes.items():
+        params[section].update(values)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    return path
+
+
+def kept_checkpoints(steps: int, every: int, keep: int) -> list[int]:
+    """What the train stage leaves, from seed 001's words: a checkpoint every `every` steps and at
+    the last, the newest `keep` of them kept."""
+    written = [step for step in range(1, steps + 1) if step % every == 0 or step == steps]
+    return written[-keep:]
+
+
+def test_the_committed_params_agree(tmp_path):
+    rules = check_params(ROOT / "params.yaml", tmp_path / "rules.txt")
+    assert (tmp_path / "rules.txt").read_text().splitlines()[1:] == list(rules)
+
+
+@pytest.mark.parametrize("every", [2, 3])
+@pytest.mark.parametrize("before_end", [1, 2, 4])
+def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path, every, before_end):
+    for steps in range(1, 30):
+        params = params_with(
+            tmp_path,
+            train={"steps": steps, "checkpoint_every": every, "keep_checkpoints": 2,
+                   "warmup_steps": 0, "stable_steps": 0, "decay_steps": 1},
+            resume={"before_end": before_end},
+        )  # fmt: skip
+        expected = steps - before_end in kept_checkpoints(steps, every, 2)
+        try:
+            check_params(params)
+            accepted = True
+        except Refusal as refusal:
+            accepted = False
+            assert refusal.sentence.startswith(f"resume.before_end {before_end} "), refusal.sentence
+        assert accepted == expected, (steps, every, before_end)
+
+
+@pytest.mark.parametrize(
+    ("changes", "sentence"),
+    [
+        ({"train": {"learning_rate": -1.0}},
+         "train.learning_rate is -1.0; it must be a positive finite number"),
+        ({"train": {"context": 200}},
+         "train.context 200 makes the model read 199 tokens, more than the init.positions 128 it "
+         "has; raise init.positions or lower train.context"),
+        ({"train": {"processes": 3}},
+         "train.processes 3 does not divide the 4 micro-batches of a step (train.batch_size 32 "
+         "in train.micro_batch_size 8); every process computes an equal share of each step"),
+        ({"splits": {"validation": 0.95}},
+         "splits.validation 0.95 and splits.test 0.1 leave no documents to train on; their sum "
+         "must be below 1"),
+        ({"train": {"steps": 45}},
+         "resume.before_end 100 is not below train.steps 45; the resume stage continues a "
+         "checkpoint before the last step"),
+        ({"train": {"steps": 250}},
+         "resume.before_end 100 has the resume stage continue step-150, and with train.steps 250, "
+         "train.checkpoint_every 100 and train.keep_checkpoints 2 the train stage keeps step-200, "
+         "step-250; set resume.before_end to 50"),
+    ],
+)  # fmt: skip
+def test_a_refusal_names_the_params(tmp_path, changes, sentence):
+    with pytest.raises(Refusal) as refused:
+        check_params(params_with(tmp_path, **changes), tmp_path / "rules.txt")
+    assert refused.value.sentence == sentence
+    assert not (tmp_path / "rules.txt").exists()
