@@ -42,9 +42,10 @@ from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import write_model
 from zrodlo.model.weights import initial_weights
-from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record
+from zrodlo.training.checkpoint import read_checkpoint, read_model
 from zrodlo.training.loop import fresh_provenance, run_updates
 from zrodlo.training.plan import RunPlan
+from zrodlo.training.record import read_record
 from zrodlo.training.records import RunLog
 from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer

@@ -84,6 +84,7 @@ def test_prepare_writes_the_corpus_the_command_writes(training_data, tmp_path):
     assert manifest["corpus_digest"] == recorded["corpus_digest"]
 
 
+@pytest.mark.slow
 def test_train_and_resume_write_the_runs_the_commands_write(
     training_data, dropout_model, train_args, run_zrodlo, tmp_path
 ):
@@ -160,6 +161,7 @@ def test_processes_started_from_a_script_make_the_one_process_run(
     assert resumed.read_bytes() == (alone / "step-4" / "model.safetensors").read_bytes()
 
 
+@pytest.mark.slow
 def test_evaluate_returns_and_writes_the_scores_the_command_writes(
     trained_run, training_data, run_zrodlo, tmp_path
 ):
@@ -177,6 +179,7 @@ def test_evaluate_returns_and_writes_the_scores_the_command_writes(
     assert ours.read_bytes() == written.read_bytes()
 
 
+@pytest.mark.slow
 def test_sample_returns_the_text_the_command_prints(trained_run, run_zrodlo, tmp_path):
     model = trained_run / "step-6"
     returncode, stdout, _ = run_zrodlo(
@@ -187,6 +190,7 @@ def test_sample_returns_the_text_the_command_prints(trained_run, run_zrodlo, tmp
     assert "the" + api.sample(model, "the", tokens=12, seed=3) + "\n" == stdout
 
 
+@pytest.mark.slow
 def test_export_writes_the_directory_the_command_writes(trained_run, run_zrodlo, tmp_path):
     pytest.importorskip("tokenizers")
     model = trained_run / "step-6"
@@ -207,6 +211,7 @@ def test_a_refusal_is_raised_with_the_commands_sentence(training_data, tmp_path)
     )
 
 
+@pytest.mark.slow
 def test_a_refusal_of_the_workers_is_raised_in_the_caller(training_data, dropout_model, tmp_path):
     with pytest.raises(api.Refusal) as refused:
         api.train(

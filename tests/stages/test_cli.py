@@ -46,6 +46,7 @@ def rows(text: str) -> dict[str, str]:
     return dict(found)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_every_command_help_ends_with_an_example_of_itself(command):
     text = help_of(command)

@@ -11,6 +11,9 @@ import pytest
 
 from zrodlo.data.documents import read_documents
 
+# In `make test`, not `make check`: tables read in blocks of every size.
+pytestmark = pytest.mark.slow
+
 
 def import_args(source: Path, output: Path, *extra: object) -> list[object]:
     return ["documents", "import", "--source", source, "--output", output, *extra]

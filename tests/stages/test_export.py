@@ -22,6 +22,9 @@ from zrodlo.model.directory import MODEL_FILES
 from zrodlo.model.gpt import GPT
 from zrodlo.training.checkpoint import read_model
 
+# In `make test`, not `make check`: transformers loading the exported directory.
+pytestmark = pytest.mark.slow
+
 transformers = pytest.importorskip("transformers")  # the hf extra, which the test extra includes
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+# In `make test`, not `make check`: a real run and its report with every chart.
+pytestmark = pytest.mark.slow
+
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 STEPS = 6

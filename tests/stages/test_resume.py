@@ -337,6 +337,7 @@ def test_keep_checkpoints_refuses_an_old_checkpoint_zrodlo_cannot_vouch_for(
     assert_refused_in_process(*args, sentence=sentence.format(run=run))
 
 
+@pytest.mark.slow
 def test_without_keep_checkpoints_a_foreign_file_is_left_alone(
     tmp_path, run, training_data, resume_args, run_zrodlo
 ):
@@ -359,6 +360,7 @@ def same_files(first: Path, second: Path, names) -> dict[str, bool]:
     return {name: (first / name).read_bytes() == (second / name).read_bytes() for name in names}
 
 
+@pytest.mark.slow
 def test_a_run_trained_four_steps_and_resumed_to_six_equals_the_run_of_six(
     tmp_path, trained_run, dropout_model, training_data, train_args, resume_args, run_zrodlo
 ):
@@ -443,6 +445,7 @@ def diff(run_zrodlo, cwd: Path, *runs: Path) -> tuple[int, str, dict]:
     return returncode, stdout, json.loads(report)
 
 
+@pytest.mark.slow
 def test_diff_names_step_1_windows_for_shuffled_runs_with_different_seeds(
     tmp_path, trained_run, dropout_model, training_data, train_args, run_zrodlo
 ):
@@ -459,6 +462,7 @@ def test_diff_names_step_1_windows_for_shuffled_runs_with_different_seeds(
     assert report["steps_compared"] == 2
 
 
+@pytest.mark.slow
 def test_diff_names_step_1_loss_for_runs_in_corpus_order_with_different_seeds(
     tmp_path, dropout_model, training_data, train_args, run_zrodlo
 ):
@@ -523,6 +527,7 @@ def test_resume_refuses_a_recorded_environment_no_run_had(run, refused, environm
     refused(checkpoint, f"{checkpoint / 'trainer.json'} {sentence}")
 
 
+@pytest.mark.slow
 def test_a_resume_on_other_software_or_another_processor_warns_once_and_goes_on(
     tmp_path, run, trained_run, training_data, resume_args, run_zrodlo
 ):

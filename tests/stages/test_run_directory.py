@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# In `make test`, not `make check`: second runs and writers into a run directory, each a real training.
+pytestmark = pytest.mark.slow
+
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 HOLD_ONE_RUN = "; a run directory holds one run, so write this one into a new directory"
 

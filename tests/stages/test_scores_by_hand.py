@@ -25,6 +25,9 @@ import torch
 from zrodlo.model.directory import write_model
 from zrodlo.training.checkpoint import read_model
 
+# In `make test`, not `make check`: scores recomputed by hand over real trainings.
+pytestmark = pytest.mark.slow
+
 DOCUMENTS = {"first": "ab", "second": "ba"}
 WEIGHTS = (1, 1, 2, 3, 4)  # UNK, BOS, EOS, a, b: p(token) = weight / 11
 TOTAL = sum(WEIGHTS)

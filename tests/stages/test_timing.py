@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
+# In `make test`, not `make check`: real trainings and resumes with their step times elsewhere.
+pytestmark = pytest.mark.slow
+
 
 def rows(path):
     with open(path, newline="") as handle:

@@ -29,7 +29,8 @@ from zrodlo.model.directory import write_model
 from zrodlo.model.gpt import GPT
 from zrodlo.model.weights import initial_weights
 from zrodlo.storage.digest import file_sha256, json_sha256
-from zrodlo.training.checkpoint import read_checkpoint, read_model, read_record
+from zrodlo.training.checkpoint import read_checkpoint, read_model
+from zrodlo.training.record import read_record
 from zrodlo.training.schedule import Schedule
 from zrodlo.training.score import score
 from zrodlo.training.step import windows_digest

@@ -1,17 +1,13 @@
 """Training checkpoints on disk, written whole and read back checked.
 
 A checkpoint `step-<n>/` holds a model directory's files (`zrodlo.model.directory`) and adds
-optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json (the step,
-the run it belongs to, the run's hyperparameters, seed, generator, corpus and tokenizer digests,
-environment and the sha256 of every other file). trainer.json also carries the sha256 of its own
-canonical content, so an edited value is caught like an edited weight. No pickle anywhere: loading a
-stranger's checkpoint never runs code.
+optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json, its record
+(`zrodlo.training.record`, where every check of it lives). No pickle anywhere: loading a stranger's
+checkpoint never runs code.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,20 +24,22 @@ from zrodlo.model.directory import (
     read_model_directory,
     write_model_files,
 )
-from zrodlo.storage import jsonfile, tensorfile
+from zrodlo.storage import tensorfile
 from zrodlo.storage.digest import json_sha256, write_json
-from zrodlo.storage.listing import read_listed
 from zrodlo.storage.outputs import is_partial
 from zrodlo.storage.refusal import Refusal
+from zrodlo.training.record import (
+    OPTIMIZER_FILE,
+    PROVENANCE,
+    TRAINER_FILE,
+    TRAINER_FORMAT,
+    check_named_step,
+    named_step,
+    read_record,
+    read_verified,
+)
 
-OPTIMIZER_FILE = "optimizer.safetensors"
-TRAINER_FILE = "trainer.json"
 CHECKPOINT_FILES = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE, TRAINER_FILE)
-# 2: the record names the run it belongs to (`run`), which format 1 did not.
-TRAINER_FORMAT = 2
-# What a checkpoint records of where its run came from; a resumed run records the same.
-PROVENANCE = ("run", "seed", "corpus_digest", "tokenizer_digest")
-_STEP_NAME = re.compile(r"step-(.*)")
 
 
 def checkpoint_name(step: int) -> str:
@@ -78,63 +76,6 @@ def write_checkpoint(
     full = {**body, "record_sha256": json_sha256(body)}
     write_json(directory / TRAINER_FILE, full)
     return full
-
-
-def read_record(path: Path) -> dict:
-    """The trainer.json of a checkpoint, with its own digest and every file's sha256 verified."""
-    return read_verified(path)[0]
-
-
-def read_verified(path: Path) -> tuple[dict, dict[str, memoryview]]:
-    """trainer.json and the bytes of every file it lists, each checked against its sha256.
-
-    Each file is read once: what is checked is what the caller loads.
-    """
-    file = path / TRAINER_FILE
-    if not file.is_file():
-        raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
-    try:
-        record = jsonfile.loads(file.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise Refusal(f"{file} does not load as a checkpoint record: {error}") from None
-    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
-        raise Refusal(f"{file} does not load as a checkpoint record: it lists no files")
-    body = {key: value for key, value in record.items() if key != "record_sha256"}
-    if record.get("record_sha256") != json_sha256(body):
-        raise Refusal(
-            f"{file} does not match the digest it was written with; it was edited after the "
-            "checkpoint was written, so the checkpoint cannot be trusted"
-        )
-    if record.get("format_version") != TRAINER_FORMAT:
-        raise Refusal(
-            f"{file} has format version {record.get('format_version')!r}, and this build reads "
-            f"version {TRAINER_FORMAT}"
-        )
-    _check_record_fields(file, record)
-    return record, read_listed(path, record["files"], file, "the checkpoint")
-
-
-def _check_record_fields(file: Path, record: dict) -> None:
-    """Refuse a trainer.json whose own digest matches but whose step or file list no build of
-    Zrodlo writes: a file outside the checkpoint is never read, a step is a count of updates."""
-    listed = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE)
-    for name, digest in record["files"].items():
-        if name not in listed:
-            raise Refusal(
-                f"{file} lists {name!r}, which is no file of a checkpoint; a checkpoint lists "
-                f"only {', '.join(listed)}"
-            )
-        if not isinstance(digest, str):
-            raise Refusal(f"{file} records {digest!r} as the sha256 of {name}, not a digest")
-    missing = [name for name in listed if name not in record["files"]]
-    if missing:
-        raise Refusal(f"{file} does not list {missing[0]}; the checkpoint is incomplete")
-    step = record.get("step")
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise Refusal(
-            f"{file} records step {json.dumps(step)}; a checkpoint's step is a whole number of "
-            "1 or more"
-        )
 
 
 @dataclass(frozen=True)
@@ -175,24 +116,35 @@ def read_checkpoint(path: Path) -> Checkpoint:
     return Checkpoint(model, optimizer_state, record)
 
 
-def check_removable(path: Path, run: str | None = None) -> dict:
+def check_removable(path: Path, run: str | None = None, vouched: bool = False) -> dict:
     """Refuse to delete a directory under a run unless it is a checkpoint Zrodlo wrote whole, and,
     given `run`, one of that run: retention removes only the checkpoints of the run being written.
-    Return its verified trainer.json (an empty dict for a directory not named like a checkpoint)."""
+    Return its verified trainer.json (an empty dict for a directory not named like a checkpoint).
+
+    A checkpoint `vouched` for (written by this run, or read whole when it claimed the directory)
+    is not read again: only its entries are checked, so retention hashes no file twice."""
     if named_step(path) is None:
+        return {}
+    if vouched:
+        _check_only_checkpoint_files(path)
         return {}
     record = read_record(path)
     check_named_step(path, record)
     read_config(path)
+    _check_only_checkpoint_files(path)
+    if run is not None:
+        check_run_of(path, record, run)
+    return record
+
+
+def _check_only_checkpoint_files(path: Path) -> None:
+    """Refuse a checkpoint directory that holds a file Zrodlo does not write into one."""
     for entry in sorted(path.iterdir()):
         if entry.name not in CHECKPOINT_FILES:
             raise Refusal(
                 f"{path} holds {entry.name}, which Zrodlo does not write into a checkpoint "
                 "directory; move it out, then delete the checkpoint again"
             )
-    if run is not None:
-        check_run_of(path, record, run)
-    return record
 
 
 def check_run_of(path: Path, record: dict, run: str) -> None:
@@ -216,24 +168,3 @@ def checkpoints_in(run: Path) -> list[tuple[int, Path]]:
             if entry.is_dir() and (step := named_step(entry)) is not None:
                 found.append((step, entry))
     return sorted(found)
-
-
-def named_step(path: Path) -> int | None:
-    """The step a `step-<n>` directory's name states, None for a name not like a checkpoint's;
-    a name like one that holds no step count (`step-x`, `step-02`) is refused."""
-    match = _STEP_NAME.fullmatch(path.name)
-    if match is None:
-        return None
-    name = match.group(1)
-    if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name.startswith("0")):
-        raise Refusal(f"{path} is named like a checkpoint, but {name} is no step count")
-    return int(name)
-
-
-def check_named_step(path: Path, record: dict) -> None:
-    """Refuse a checkpoint whose verified record counts other steps than its name states."""
-    step = named_step(path)
-    if step is not None and record.get("step") != step:
-        raise Refusal(
-            f"{path} records {record.get('step')} steps, not the {step} its directory name states"
-        )

@@ -5,15 +5,13 @@ them; a resume takes on the recorded thread count and says plainly what else dif
 
 from __future__ import annotations
 
-import json
 import platform
 from pathlib import Path
 
 import torch
 
 from zrodlo.model.device import describe
-from zrodlo.storage.refusal import Refusal
-from zrodlo.training.checkpoint import TRAINER_FILE
+from zrodlo.training.record import recorded_threads
 
 
 class EnvironmentWarning(UserWarning):
@@ -68,11 +66,6 @@ WATCHED = {
 }
 
 
-MAX_THREADS = (
-    1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
-)
-
-
 def match_environment(checkpoint: Path, recorded: dict, device: torch.device) -> list[str]:
     """Take on the checkpoint's thread count; return warnings for what else breaks bit-equality.
 
@@ -80,15 +73,7 @@ def match_environment(checkpoint: Path, recorded: dict, device: torch.device) ->
     one; another torch version, processor, set of CPU kernels, GPU or GPU library cannot be set
     back and is said plainly instead, in one warning.
     """
-    record = checkpoint / TRAINER_FILE
-    if not isinstance(recorded, dict):
-        raise Refusal(f"{record} records an environment that is not an object of named values")
-    threads = recorded.get("threads")
-    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
-        raise Refusal(
-            f"{record} records {json.dumps(threads)} threads; a run computes on 1 to "
-            f"{MAX_THREADS} threads"
-        )
+    threads = recorded_threads(checkpoint, recorded)
     if threads != torch.get_num_threads():
         torch.set_num_threads(threads)
     current = environment(device)

@@ -97,13 +97,14 @@ def run_updates(
     planned = set(plan.checkpoint_steps(done))
     reached = done
     read = [c for c in (corpus, held_out and held_out.corpus) if c is not None]
+    vouched: set[Path] = set()  # checkpoints read whole or written here: retention reads none again
     with ExitStack() as writing:
         # Rank 0 alone claims the directory and writes; the others learn whether it may.
         if ranks.leads:
             try:
                 if timing is not None:
                     check_timing(timing)
-                writing.enter_context(claim(output, run, plan, done))
+                vouched = writing.enter_context(claim(output, run, plan, done))
             except BaseException:  # a refusal, or anything else: the others must not wait on it
                 ranks.agree(False)
                 raise
@@ -140,7 +141,8 @@ def run_updates(
                     record_of = {**record_base, "step": record.step}
                     files = _write_checkpoint(written[-1], trainer, model, record_of, log)
                     log.checkpoint(record.step, files)
-                    _keep_newest(output, plan.keep_checkpoints, provenance["run"])
+                    vouched.add(written[-1])
+                    _keep_newest(output, plan.keep_checkpoints, provenance["run"], vouched)
             if records is not None:
                 records.written()
         except WriteFailure as failure:
@@ -223,10 +225,10 @@ def _write_checkpoint(
     return written["files"]
 
 
-def _keep_newest(output: Path, keep: int | None, run: str) -> None:
+def _keep_newest(output: Path, keep: int | None, run: str, vouched: set[Path]) -> None:
     if keep is None:
         return
     checkpoints = checkpoints_in(output)
     for _, path in checkpoints[: max(len(checkpoints) - keep, 0)]:
-        check_removable(path, run)
+        check_removable(path, run, vouched=path in vouched)
         remove_directory(path)

@@ -65,8 +65,8 @@ def claim(path: Path, run: dict, plan: RunPlan, done: int) -> Iterator[None]:
     """Hold `path` as the directory of `run` (the run.json record) from step `done` for the block.
 
     Creates the directory if need be, takes its lock, refuses what the module docstring lists and
-    writes run.json. A write that fails before the first checkpoint removes a directory this call
-    created.
+    writes run.json; yields the checkpoints it read whole (those retention may delete). A write
+    that fails before the first checkpoint removes a directory this call created.
     """
     if path.exists() and not path.is_dir():
         raise Refusal(
@@ -84,11 +84,11 @@ def claim(path: Path, run: dict, plan: RunPlan, done: int) -> Iterator[None]:
             raise WriteFailure(path, error) from None
     lock = _lock(path)
     try:
-        _check_contents(path, run, plan, done)
+        verified = _check_contents(path, run, plan, done)
         remove_stale_partials(path)  # what a killed run left half-written is never a checkpoint
         if not (path / RUN_FILE).exists():
             replace_file(path / RUN_FILE, json_text(run))
-        yield
+        yield verified
     except Refusal:  # a WriteFailure among them
         if created and not checkpoints_in(path):  # nothing of the run is worth keeping
             shutil.rmtree(path, ignore_errors=True)
@@ -98,8 +98,9 @@ def claim(path: Path, run: dict, plan: RunPlan, done: int) -> Iterator[None]:
         os.close(lock)
 
 
-def _check_contents(path: Path, run: dict, plan: RunPlan, done: int) -> None:
-    """Seed 001's refusals of what is there come first, then the rules of one run a directory."""
+def _check_contents(path: Path, run: dict, plan: RunPlan, done: int) -> set[Path]:
+    """Seed 001's refusals of what is there come first, then the rules of one run a directory;
+    returns the checkpoints read whole on the way."""
     for step in plan.checkpoint_steps(done):
         planned = path / checkpoint_name(step)
         if planned.exists() or planned.is_symlink():
@@ -133,6 +134,7 @@ def _check_contents(path: Path, run: dict, plan: RunPlan, done: int) -> None:
         )
     for checkpoint, record in removable:
         check_run_of(checkpoint, record, run["run"])
+    return {checkpoint for checkpoint, _ in removable}
 
 
 def read_run(path: Path) -> dict | None:

@@ -33,6 +33,7 @@ from zrodlo.training.ranks import (
     local_rank,
     use_threads,
 )
+from zrodlo.training.record import recorded_plan
 from zrodlo.training.records import StepRecord
 from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
@@ -150,9 +151,7 @@ def resume(
             f"{named}, and this build draws from {GENERATOR}; a resume would not continue the "
             "same run"
         )
-    plan = _continued_plan(
-        checkpoint, record, steps, eval_every, checkpoint_every, keep_checkpoints
-    )
+    plan = recorded_plan(checkpoint, record, steps, eval_every, checkpoint_every, keep_checkpoints)
     table = check_data(data, state.model, plan.context)
     check_held_out(eval_corpus, eval_every)
     held_out = open_held_out(eval_corpus, state.model, plan.context)
@@ -168,28 +167,3 @@ def resume(
             continues=record["files"], timing=timing, corpus=data,
         )  # fmt: skip
     return written if ranks.leads else []
-
-
-def _continued_plan(
-    checkpoint: Path,
-    record: dict,
-    steps: int,
-    eval_every: int | None,
-    checkpoint_every: int | None,
-    keep_checkpoints: int | None,
-) -> RunPlan:
-    """The checkpoint's recorded plan, taken to `steps` with this resume's scoring and writing."""
-    try:
-        plan = RunPlan.from_hyperparameters(
-            record["hyperparameters"],
-            steps=steps,
-            eval_every=eval_every,
-            checkpoint_every=checkpoint_every,
-            keep_checkpoints=keep_checkpoints,
-        )
-        plan.validate()
-    except (KeyError, TypeError) as error:
-        raise Refusal(
-            f"{checkpoint} records hyperparameters this build cannot read: {error}"
-        ) from None
-    return plan

@@ -204,6 +204,7 @@ def test_each_pass_reads_every_window_once_and_steps_are_fixed_size(
     seed=st.integers(0, 2**32),
     step=st.integers(0, 25),
 )
+@pytest.mark.slow
 def test_a_step_computed_cold_equals_the_step_after_all_before_it(
     count: int, batch: int, seed: int, step: int
 ) -> None:

@@ -47,3 +47,37 @@ def test_the_records_and_the_checkpoint_files_are_synced_before_it_is_renamed_in
         synced = {name for kind, name in events[start:renamed] if kind == "sync"}
         assert synced >= RECORDS | set(CHECKPOINT_FILES), (step, synced)
         start = renamed
+
+
+def test_retention_reads_no_checkpoint_twice(
+    tmp_path, training_data, dropout_model, small_plan, monkeypatch
+):
+    """A run into its own directory with --keep-checkpoints reads each checkpoint there whole once
+    (when it claims the directory), and the ones it writes never: deleting them costs no hash."""
+    from zrodlo.storage import hashed
+
+    plan = small_plan(steps=6, checkpoint_every=1, keep_checkpoints=2)
+    model, corpus = read_model(dropout_model), Corpus.open(training_data.corpus)
+    table = check_data(corpus, model, plan.context)
+    provenance = fresh_provenance(model, corpus.digest, plan)
+    first = small_plan(steps=3, checkpoint_every=1, keep_checkpoints=2)
+    trainer = Trainer.start(first, model, corpus.tokens, table, torch.device("cpu"))
+    run_updates(trainer, first, 0, tmp_path / "run", model, provenance)
+    read: list[Path] = []
+    real = hashed.read_hashed
+
+    def counting(paths: list[Path]) -> list:
+        read.extend(paths)
+        return real(paths)
+
+    monkeypatch.setattr(hashed, "read_hashed", counting)
+    trainer = Trainer.start(plan, model, corpus.tokens, table, torch.device("cpu"))
+    for n in range(3):
+        trainer.step(n)
+    run_updates(trainer, plan, 3, tmp_path / "run", model, provenance)
+    weights = [path for path in read if path.name == "model.safetensors"]
+    assert sorted(p.parent.name for p in weights) == ["step-2", "step-3"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.is_dir()) == [
+        "step-5",
+        "step-6",
+    ]

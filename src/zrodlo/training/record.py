@@ -1,0 +1,146 @@
+"""trainer.json: a checkpoint's record of its step, its run, the run's hyperparameters, seed,
+generator, corpus and tokenizer digests, environment and the sha256 of every other file, read back
+and checked here, every check of it in this one place. The record carries the sha256 of its own
+canonical content, so an edited value is caught like an edited weight.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from zrodlo.model.directory import LISTING_FILE, MODEL_FILES
+from zrodlo.storage import jsonfile
+from zrodlo.storage.digest import json_sha256
+from zrodlo.storage.listing import read_listed
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.plan import RunPlan
+
+TRAINER_FILE = "trainer.json"
+OPTIMIZER_FILE = "optimizer.safetensors"
+# 2: the record names the run it belongs to (`run`), which format 1 did not.
+TRAINER_FORMAT = 2
+# What a checkpoint records of where its run came from; a resumed run records the same.
+PROVENANCE = ("run", "seed", "corpus_digest", "tokenizer_digest")
+MAX_THREADS = (
+    1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
+)
+_STEP_NAME = re.compile(r"step-(.*)")
+
+
+def read_record(path: Path) -> dict:
+    """The trainer.json of a checkpoint, with its own digest and every file's sha256 verified."""
+    return read_verified(path)[0]
+
+
+def read_verified(path: Path) -> tuple[dict, dict[str, memoryview]]:
+    """trainer.json and the bytes of every file it lists, each checked against its sha256.
+
+    Each file is read once: what is checked is what the caller loads.
+    """
+    file = path / TRAINER_FILE
+    if not file.is_file():
+        raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
+    try:
+        record = jsonfile.loads(file.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{file} does not load as a checkpoint record: {error}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+        raise Refusal(f"{file} does not load as a checkpoint record: it lists no files")
+    body = {key: value for key, value in record.items() if key != "record_sha256"}
+    if record.get("record_sha256") != json_sha256(body):
+        raise Refusal(
+            f"{file} does not match the digest it was written with; it was edited after the "
+            "checkpoint was written, so the checkpoint cannot be trusted"
+        )
+    if record.get("format_version") != TRAINER_FORMAT:
+        raise Refusal(
+            f"{file} has format version {record.get('format_version')!r}, and this build reads "
+            f"version {TRAINER_FORMAT}"
+        )
+    _check_record_fields(file, record)
+    return record, read_listed(path, record["files"], file, "the checkpoint")
+
+
+def _check_record_fields(file: Path, record: dict) -> None:
+    """Refuse a trainer.json whose own digest matches but whose step or file list no build of
+    Zrodlo writes: a file outside the checkpoint is never read, a step is a count of updates."""
+    listed = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE)
+    for name, digest in record["files"].items():
+        if name not in listed:
+            raise Refusal(
+                f"{file} lists {name!r}, which is no file of a checkpoint; a checkpoint lists "
+                f"only {', '.join(listed)}"
+            )
+        if not isinstance(digest, str):
+            raise Refusal(f"{file} records {digest!r} as the sha256 of {name}, not a digest")
+    missing = [name for name in listed if name not in record["files"]]
+    if missing:
+        raise Refusal(f"{file} does not list {missing[0]}; the checkpoint is incomplete")
+    step = record.get("step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise Refusal(
+            f"{file} records step {json.dumps(step)}; a checkpoint's step is a whole number of "
+            "1 or more"
+        )
+
+
+def named_step(path: Path) -> int | None:
+    """The step a `step-<n>` directory's name states, None for a name not like a checkpoint's;
+    a name like one that holds no step count (`step-x`, `step-02`) is refused."""
+    match = _STEP_NAME.fullmatch(path.name)
+    if match is None:
+        return None
+    name = match.group(1)
+    if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name.startswith("0")):
+        raise Refusal(f"{path} is named like a checkpoint, but {name} is no step count")
+    return int(name)
+
+
+def check_named_step(path: Path, record: dict) -> None:
+    """Refuse a checkpoint whose verified record counts other steps than its name states."""
+    step = named_step(path)
+    if step is not None and record.get("step") != step:
+        raise Refusal(
+            f"{path} records {record.get('step')} steps, not the {step} its directory name states"
+        )
+
+
+def recorded_plan(
+    checkpoint: Path,
+    record: dict,
+    steps: int,
+    eval_every: int | None,
+    checkpoint_every: int | None,
+    keep_checkpoints: int | None,
+) -> RunPlan:
+    """The checkpoint's recorded plan, taken to `steps` with a resume's scoring and writing."""
+    try:
+        plan = RunPlan.from_hyperparameters(
+            record["hyperparameters"],
+            steps=steps,
+            eval_every=eval_every,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoints=keep_checkpoints,
+        )
+        plan.validate()
+    except (KeyError, TypeError) as error:
+        raise Refusal(
+            f"{checkpoint} records hyperparameters this build cannot read: {error}"
+        ) from None
+    return plan
+
+
+def recorded_threads(checkpoint: Path, recorded: object) -> int:
+    """The thread count a checkpoint's environment records, which a resume takes on."""
+    record = checkpoint / TRAINER_FILE
+    if not isinstance(recorded, dict):
+        raise Refusal(f"{record} records an environment that is not an object of named values")
+    threads = recorded.get("threads")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        raise Refusal(
+            f"{record} records {json.dumps(threads)} threads; a run computes on 1 to "
+            f"{MAX_THREADS} threads"
+        )
+    return threads
