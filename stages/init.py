@@ -16,7 +16,7 @@ EXAMPLE = (
 )
 
 
-@options.taking(*options.declared(ModelConfig))
+@options.taking(options.declared(ModelConfig), after="output")
 def init(
     tokenizer: Path = typer.Option(
         ..., help="The tokenizer directory whose vocabulary the model reads."

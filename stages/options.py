@@ -59,14 +59,21 @@ def declared(declaration: type, only: Iterable[str] | None = None) -> list[inspe
     return options
 
 
-def taking(*options: inspect.Parameter) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Give a command that takes `options` as keywords (**values) the signature typer reads."""
+def taking(
+    options: list[inspect.Parameter], after: str
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command that takes `options` as keywords (**values) the signature typer reads, with
+    the options after its own parameter `after`, where --help lists them."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(command)
-        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-        keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
-        command.__signature__ = signature.replace(parameters=[*keyword, *options])
+        own = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in signature.parameters.values()
+            if p.kind is not p.VAR_KEYWORD
+        ]
+        at = [p.name for p in own].index(after) + 1
+        command.__signature__ = signature.replace(parameters=[*own[:at], *options, *own[at:]])
         return command
 
     return decorate

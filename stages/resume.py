@@ -16,7 +16,10 @@ EXAMPLE = (
 )
 
 
-@options.taking(*options.declared(RunPlan, ("eval_every", "checkpoint_every", "keep_checkpoints")))
+@options.taking(
+    options.declared(RunPlan, ("eval_every", "checkpoint_every", "keep_checkpoints")),
+    after="eval_corpus",
+)
 def resume(
     checkpoint: Path = typer.Option(..., help="The step-<n> checkpoint directory to continue."),
     corpus: Path = typer.Option(..., help="The corpus the checkpoint was trained on."),

@@ -18,7 +18,7 @@ EXAMPLE = (
 )
 
 
-@options.taking(*options.declared(RunPlan))
+@options.taking(options.declared(RunPlan), after="output")
 def train(
     model: Path = typer.Option(
         ..., help="The model directory or checkpoint whose weights are trained."
