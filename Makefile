@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 # dvc.yaml calls `zrodlo`: the venv's bin comes first on the PATH of every recipe.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
+# Test files spread over every core; PARALLEL= runs them one after another.
+PARALLEL ?= -n auto --dist loadfile
+
 .PHONY: repro test check lint bench clean-venv
 
 $(STAMP): pyproject.toml
@@ -19,12 +22,12 @@ repro: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PARALLEL)
 
 # The edit-test loop: ruff and every test not marked slow (the slow ones run in `make test`).
 check: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

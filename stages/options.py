@@ -13,6 +13,8 @@ from typing import Any
 
 import typer
 
+from zrodlo.model.config import options_of
+
 EVAL_CORPUS = typer.Option(
     None, help="A prepared held-out corpus scored during the run; needs --eval-every."
 )
@@ -42,9 +44,9 @@ def declared(declaration: type, only: Iterable[str] | None = None) -> list[inspe
     types = typing.get_type_hints(declaration)
     chosen = None if only is None else set(only)
     options = []
-    for field in dataclasses.fields(declaration):
+    for field in options_of(declaration):
         meta = field.metadata
-        if meta.get("help") is None or (chosen is not None and field.name not in chosen):
+        if chosen is not None and field.name not in chosen:
             continue
         flag = "--" + field.name.replace("_", "-")
         default = ... if field.default is dataclasses.MISSING else field.default

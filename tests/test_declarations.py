@@ -5,14 +5,13 @@ forgotten in another."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from zrodlo.model.config import ModelConfig
+from zrodlo.model.config import ModelConfig, options_of
 from zrodlo.training.plan import RunPlan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +28,7 @@ def passed(stage: str) -> dict[str, str | None]:
 
 
 def options(declaration: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(declaration) if f.metadata.get("help")}
+    return {f.name for f in options_of(declaration)}
 
 
 @pytest.mark.parametrize(

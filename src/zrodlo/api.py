@@ -2,7 +2,9 @@
 
 Each takes the command's options as keywords (`--micro-batch-size` is `micro_batch_size`), with
 the command's defaults, writes what the command writes, byte for byte, and returns what it wrote
-or computed. A refusal is raised as `Refusal`, whose `sentence` is what the command prints after
+or computed: `prepare`, `split` and `evaluate` the records they write, as typed dicts
+(`CorpusManifest`, `PoolsManifest`, `Scores`; docs/formats.md), `init` the model, `train` and
+`resume` the checkpoints written. A refusal is raised as `Refusal`, whose `sentence` is what the command prints after
 `Error: `. `train` and `resume` with `processes=N` start N worker processes that run the library's
 own entry point, never the caller's script, so they work from a notebook as from the command line
 (a script keeps its work under `if __name__ == "__main__":`, as any multiprocessing does).
@@ -42,7 +44,7 @@ from zrodlo.evaluation.evaluate import evaluate
 from zrodlo.evaluation.export import export
 from zrodlo.evaluation.report import report
 from zrodlo.evaluation.sample import sample
-from zrodlo.model.config import ModelConfig
+from zrodlo.model.config import ModelConfig, options_of
 from zrodlo.model.directory import init
 from zrodlo.pipeline import check_params
 from zrodlo.storage.refusal import Refusal
@@ -66,8 +68,7 @@ def _declare(function: Callable[..., Any], declaration: type) -> None:
             default=empty if field.default is dataclasses.MISSING else field.default,
             annotation=field.type,
         )
-        for field in dataclasses.fields(declaration)
-        if field.metadata.get("help")
+        for field in options_of(declaration)
     ]
     signature = inspect.signature(function)
     own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]

@@ -360,27 +360,6 @@ def same_files(first: Path, second: Path, names) -> dict[str, bool]:
     return {name: (first / name).read_bytes() == (second / name).read_bytes() for name in names}
 
 
-@pytest.mark.slow
-def test_a_run_trained_four_steps_and_resumed_to_six_equals_the_run_of_six(
-    tmp_path, trained_run, dropout_model, training_data, train_args, resume_args, run_zrodlo
-):
-    run = tmp_path / "run"
-    every = {"--checkpoint-every": 2}
-    first = train_args(dropout_model, training_data.corpus, run, 4, every)
-    assert run_zrodlo(*first, cwd=tmp_path)[0] == 0
-    returncode, _, stderr = run_zrodlo(
-        *resume_args(run / "step-4", training_data.corpus, run, 6, every), cwd=tmp_path
-    )
-    assert (returncode, stderr) == (0, "")
-
-    assert (run / "steps.csv").read_text() == (trained_run / "steps.csv").read_text()
-    assert (run / "ledger.jsonl").read_text() == (trained_run / "ledger.jsonl").read_text()
-    for step in ("step-2", "step-4", "step-6"):
-        assert all(same_files(run / step, trained_run / step, CHECKPOINT_FILES).values()), step
-    returncode, stdout, stderr = run_zrodlo("checkpoint", "diff", trained_run, run, cwd=tmp_path)
-    assert (returncode, stdout, stderr) == (0, "the runs agree on all 6 steps both recorded\n", "")
-
-
 def test_a_resume_into_the_directory_it_was_killed_in_ends_equal_to_the_uninterrupted_run(
     tmp_path, run, trained_run, training_data, resume_args, run_zrodlo
 ):

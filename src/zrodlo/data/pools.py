@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from zrodlo.data.documents import read_documents
+from zrodlo.data.formats import PoolsManifest
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import file_sha256, write_json
 from zrodlo.storage.outputs import check_new_file, new_directory, new_file
@@ -118,7 +119,7 @@ def read_splits(path: Path) -> dict[str, str]:
     return pool_of
 
 
-def split_documents(documents: Path, splits: Path, output: Path) -> dict:
+def split_documents(documents: Path, splits: Path, output: Path) -> PoolsManifest:
     """Write each pool's documents (their lines as read) into the directory `output`.
 
     Returns the manifest: counts per pool and the sha256 of every input and output file.
@@ -170,7 +171,7 @@ def assign(
     return pools
 
 
-def split(documents: Path, splits: Path, output: Path) -> dict:
+def split(documents: Path, splits: Path, output: Path) -> PoolsManifest:
     """Write each pool's documents (train.jsonl, validation.jsonl, test.jsonl) and manifest.json
     into the new directory `output`; return the manifest: counts and sha256 of every file."""
     with new_directory(output) as partial:

@@ -29,6 +29,7 @@ from zrodlo.data.corpus import (
     token_type,
 )
 from zrodlo.data.encoding import encoded_batches
+from zrodlo.data.formats import CorpusManifest
 from zrodlo.data.tokenizer import UNK, CharTokenizer
 from zrodlo.data.verification import ContentDigest, drop_behind_pages
 from zrodlo.storage.digest import file_sha256, json_sha256, write_json
@@ -38,7 +39,7 @@ from zrodlo.storage.refusal import Refusal
 _BATCH_CHARACTERS = 1 << 22
 
 
-def prepare(documents: Path, tokenizer: Path, output: Path) -> dict:
+def prepare(documents: Path, tokenizer: Path, output: Path) -> CorpusManifest:
     """Encode a documents file with the tokenizer (or model) directory `tokenizer` into the new
     corpus directory `output`; return its manifest, as corpus.json records it."""
     check_new_directory(output)
@@ -62,7 +63,7 @@ def prepare_corpus(
     tokenizer: CharTokenizer,
     output: Path,
     batch_characters: int = _BATCH_CHARACTERS,
-) -> dict:
+) -> CorpusManifest:
     """Encode a documents file into the directory `output`; return the manifest written there.
 
     A child process reads, checks and encodes the documents (`zrodlo.data.encoding`); this process
@@ -115,7 +116,7 @@ def prepare_corpus(
                 done.result()
     if count == 0:
         raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
-    manifest = {
+    body = {
         "format_version": FORMAT_VERSION,
         "tokenizer_digest": tokenizer.digest,
         "corpus_digest": content.hexdigest(),
@@ -131,6 +132,6 @@ def prepare_corpus(
         "tokens_sha256": tokens_hash.hexdigest(),
         "documents_sha256": file_sha256(output / DOCUMENTS_FILE),
     }
-    manifest["manifest_sha256"] = json_sha256(manifest)
+    manifest = CorpusManifest(**body, manifest_sha256=json_sha256(body))
     write_json(output / MANIFEST_FILE, manifest)
     return manifest

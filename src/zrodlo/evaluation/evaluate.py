@@ -6,6 +6,7 @@ windows. These are the scores `zrodlo model evaluate` prints and writes as JSON.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.evaluation.bigram import Bigram
@@ -19,6 +20,34 @@ from zrodlo.training.checkpoint import read_model
 from zrodlo.training.score import check_data, score
 
 
+class ScoredModel(TypedDict):
+    path: str
+    parameters: int
+    vocab_size: int
+    context: int  # tokens a window
+    baseline: str | None  # the training corpus of the bigram baseline
+
+
+class CorpusScores(TypedDict):
+    loss: float  # nats per target, weighted by targets
+    perplexity: float
+    bits_per_character: float
+    targets: int
+    windows: int
+    documents: int
+    unknown_tokens: int
+    unknown_rate: float
+    corpus_digest: str
+    bigram_loss: NotRequired[float]  # with a baseline
+
+
+class Scores(TypedDict):
+    """What `model evaluate` returns and writes as metrics.json (docs/formats.md)."""
+
+    model: ScoredModel
+    corpora: dict[str, CorpusScores]  # by the corpus directory's name
+
+
 def evaluate(
     model: Path,
     corpus: list[Path],
@@ -28,7 +57,7 @@ def evaluate(
     output: Path | None = None,
     device: str = "cpu",
     ordinal: int | None = None,
-) -> dict:
+) -> Scores:
     """The scores of `model` on each of `corpus` (a list of corpora), at `context` tokens a window
     (the model's positions + 1 where None), `batch_size` windows a forward pass: {"model": {...},
     "corpora": {name: {"loss": ..., ...}}}. With `baseline`, each corpus also gets the bigram
@@ -51,10 +80,10 @@ def evaluate(
         reference = Bigram.count(counted.tokens, counted.offsets, loaded.config.vocab_size)
     target = resolve_device(device, ordinal, "f32")
     network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
-    results = {}
+    results: dict[str, CorpusScores] = {}
     for (path, data), table in zip(opened, tables, strict=True):
         scored = score(network, data.tokens, table, batch_size, target)
-        entry = {
+        entry: CorpusScores = {
             "loss": scored.loss,
             "perplexity": scored.perplexity,
             "bits_per_character": scored.bits_per_character,
@@ -70,7 +99,7 @@ def evaluate(
         results[path.name if path.name not in results else str(path)] = entry
     for _, data in opened:
         data.verified()  # no score of a corpus that fails its digests is reported
-    scores = {
+    scores: Scores = {
         "model": {
             "path": str(model),
             "parameters": parameter_count(loaded.config),

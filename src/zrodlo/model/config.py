@@ -21,6 +21,11 @@ def option(help: str | None, default: Any = MISSING, metavar: str | None = None)
     return dataclasses.field(default=default, metadata={"help": help, "metavar": metavar})
 
 
+def options_of(declaration: type) -> list[dataclasses.Field]:
+    """The fields of a declaration (`ModelConfig`, `RunPlan`) that are options, in its order."""
+    return [field for field in dataclasses.fields(declaration) if field.metadata.get("help")]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     """The shape of a model and its dropout rates; stored as config.json in a model directory, its

@@ -23,17 +23,17 @@ import sys
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
 from zrodlo.storage.refusal import LOST_CONTACT_STATUS, QUIET_ON_LOST_CONTACT, Refusal
-from zrodlo.training.records import StepRecord
+from zrodlo.training.environment import EnvironmentWarning
+from zrodlo.training.records import Progress, StepRecord
 
 CHANNEL = "ZRODLO_REPORT_TO"  # host:port of the caller's socket, and its key in hex after a space
-Progress = Callable[[int, int], AbstractContextManager[Callable[[StepRecord], None]]]
 
 
 def launched() -> bool:
@@ -129,8 +129,6 @@ class _Report:
                 elif kind == "step" and on_step is not None:
                     on_step(StepRecord(**values[0]))
                 elif kind == "warning":
-                    from zrodlo.training.environment import EnvironmentWarning
-
                     warnings.warn(values[0], EnvironmentWarning, stacklevel=1)
                 elif kind == "refusal":
                     self.refusal = values[0]

@@ -9,6 +9,7 @@ every process runs the loop and rank 0 alone claims the directory and writes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -26,7 +27,7 @@ from zrodlo.training.checkpoint import (
     checkpoints_in,
     write_checkpoint,
 )
-from zrodlo.training.environment import environment
+from zrodlo.training.environment import EnvironmentWarning, environment
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import RunLog, StepRecord
 from zrodlo.training.rundir import RUN_FORMAT, claim, run_identity
@@ -79,6 +80,7 @@ def run_updates(
     continues: dict[str, str] | None = None,
     timing: Path | None = None,
     corpus: Corpus | None = None,
+    notices: list[str] | None = None,
 ) -> list[Path]:
     """Run updates done..plan.steps-1, writing checkpoints into `output`; return those written.
 
@@ -86,7 +88,8 @@ def run_updates(
     trainer.json; `continues` holds the file digests of the checkpoint a resume starts from;
     `timing` is the file the steps' wall-clock times go to, if not the run directory's; `corpus`
     is the training corpus, whose verifying pass (and the held-out corpus's) must pass before
-    the run writes a record.
+    the run writes a record; `notices` are warned once the run directory is claimed, when the
+    run goes on, not before a refusal that ends it.
     """
     run = {"format_version": RUN_FORMAT, "generator": GENERATOR, **provenance}
     run["hyperparameters"] = plan.hyperparameters()
@@ -110,6 +113,8 @@ def run_updates(
                 raise
         if not ranks.agree(True):
             raise Refusal(f"process 0 refused to write into {output}, and said why")
+        for notice in notices or []:
+            warnings.warn(notice, EnvironmentWarning, stacklevel=3)
         records = _Records(output, done, timing, continues, read) if ranks.leads else None
         try:
             for n in range(done, plan.steps):

@@ -23,6 +23,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,11 @@ class StepRecord:
     windows_digest: str  # sha256 of the step's window indices (int64 little-endian)
     seconds: float
     eval_loss: float | None = None
+
+
+# What a run shows its progress with: given the steps done and the steps to reach, a context that
+# yields the callback called after every step. Only the process that reports opens it.
+Progress = Callable[[int, int], AbstractContextManager[Callable[[StepRecord], None]]]
 
 
 def _hex(value: float | None) -> str | None:

@@ -9,7 +9,6 @@ seed 000 (resume) give; in a data-parallel run every process reaches the same re
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -21,7 +20,7 @@ from zrodlo.model.device import resolve_device
 from zrodlo.model.directory import TOKENIZER_FILE
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_checkpoint, read_model
-from zrodlo.training.environment import EnvironmentWarning, match_environment
+from zrodlo.training.environment import match_environment
 from zrodlo.training.launch import launched, run_workers
 from zrodlo.training.loop import check_held_out, fresh_provenance, open_held_out, run_updates
 from zrodlo.training.plan import RunPlan
@@ -34,13 +33,9 @@ from zrodlo.training.ranks import (
     use_threads,
 )
 from zrodlo.training.record import recorded_plan
-from zrodlo.training.records import StepRecord
+from zrodlo.training.records import Progress, StepRecord
 from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
-
-# What a run shows its progress with: given the steps done and the steps to reach, a context that
-# yields the callback called after every step. Only the process that reports opens it.
-Progress = Callable[[int, int], AbstractContextManager[Callable[[StepRecord], None]]]
 
 
 def quiet(done: int, steps: int) -> AbstractContextManager[Callable[[StepRecord], None]]:
@@ -158,12 +153,11 @@ def resume(
     target = resolve_device(device, ordinal, plan.precision, local_rank())
     reasons = match_environment(checkpoint, record.get("environment", {}), target)
     ranks = join(target)
-    for reason in reasons if ranks.leads else []:
-        warnings.warn(reason, EnvironmentWarning, stacklevel=2)
     trainer = Trainer.restore(plan, state, data.tokens, table, target, ranks)
     with progress(done, steps) if ranks.leads else quiet(done, steps) as on_step:
         written = run_updates(
             trainer, plan, done, output, state.model, state.provenance, held_out, on_step,
             continues=record["files"], timing=timing, corpus=data,
+            notices=reasons if ranks.leads else [],
         )  # fmt: skip
     return written if ranks.leads else []

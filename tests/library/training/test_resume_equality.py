@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from zrodlo.data.corpus import Corpus
@@ -211,36 +211,9 @@ def assert_same_records(straight: Path, resumed: Path, plan: RunPlan, cuts: tupl
         assert saved_a[step] == saved_b[step], step
 
 
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(example=examples())
-def test_a_run_resumed_after_any_step_equals_the_uninterrupted_run(
-    example, models, corpus, training_data, tmp_path_factory
-):
-    plan = example.plan
-    model_dir = models[(example.dropout, example.attention_dropout)]
-    root = tmp_path_factory.mktemp("example")
-    straight, resumed = root / "straight", root / "resumed"
-    run_from_scratch(plan, model_dir, corpus, training_data.held_out, straight)
-
-    first, *later = example.cuts
-    run_from_scratch(replace(plan, steps=first), model_dir, corpus, training_data.held_out, resumed)
-    done = first
-    for stop in [*later, plan.steps]:
-        resume(resumed / f"step-{done}", stop, plan, corpus, training_data.held_out, resumed)
-        done = stop
-
-    assert_same_records(straight, resumed, plan, example.cuts)
-    last = f"step-{plan.steps}"
-    for name in CHECKPOINT_FILES:
-        assert (straight / last / name).read_bytes() == (resumed / last / name).read_bytes(), name
-
-
-def test_a_resume_of_a_resume_equals_the_uninterrupted_run(models, corpus, training_data, tmp_path):
-    plan = RunPlan(
+# A resume of a resume, at the edges: the largest seed, retention, and a schedule of every phase.
+PINNED = Example(
+    plan=RunPlan(
         steps=9,
         context=9,
         batch_size=4,
@@ -263,17 +236,40 @@ def test_a_resume_of_a_resume_equals_the_uninterrupted_run(models, corpus, train
         eval_every=2,
         checkpoint_every=2,
         keep_checkpoints=2,
-    )
-    model_dir = models[(0.1, 0.1)]
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    run_from_scratch(plan, model_dir, corpus, training_data.held_out, straight)
-    run_from_scratch(replace(plan, steps=3), model_dir, corpus, training_data.held_out, resumed)
-    resume(resumed / "step-3", 6, plan, corpus, training_data.held_out, resumed)
-    resume(resumed / "step-6", 9, plan, corpus, training_data.held_out, resumed)
+    ),
+    cuts=(3, 6),
+    dropout=0.1,
+    attention_dropout=0.1,
+)
 
-    assert_same_records(straight, resumed, plan, (3, 6))
-    for name in STATE_FILES:
-        assert (straight / "step-9" / name).read_bytes() == (resumed / "step-9" / name).read_bytes()
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(example=examples())
+@example(example=PINNED)
+def test_a_run_resumed_after_any_step_equals_the_uninterrupted_run(
+    example, models, corpus, training_data, tmp_path_factory
+):
+    plan = example.plan
+    model_dir = models[(example.dropout, example.attention_dropout)]
+    root = tmp_path_factory.mktemp("example")
+    straight, resumed = root / "straight", root / "resumed"
+    run_from_scratch(plan, model_dir, corpus, training_data.held_out, straight)
+
+    first, *later = example.cuts
+    run_from_scratch(replace(plan, steps=first), model_dir, corpus, training_data.held_out, resumed)
+    done = first
+    for stop in [*later, plan.steps]:
+        resume(resumed / f"step-{done}", stop, plan, corpus, training_data.held_out, resumed)
+        done = stop
+
+    assert_same_records(straight, resumed, plan, example.cuts)
+    last = f"step-{plan.steps}"
+    for name in CHECKPOINT_FILES:
+        assert (straight / last / name).read_bytes() == (resumed / last / name).read_bytes(), name
 
 
 class Interrupted(Exception):

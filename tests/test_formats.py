@@ -1,0 +1,31 @@
+"""The typed records the API returns name exactly the fields the files hold: corpus.json of the
+released fixture, and the metrics.json the default pipeline committed."""
+
+from __future__ import annotations
+
+import json
+import typing
+from pathlib import Path
+
+from zrodlo.data.formats import CorpusManifest, FileRecord
+from zrodlo.evaluation.evaluate import CorpusScores, ScoredModel, Scores
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fields(record: type) -> list[str]:
+    return list(typing.get_type_hints(record))
+
+
+def test_corpus_json_holds_the_fields_of_corpus_manifest_in_order() -> None:
+    manifest = json.loads((ROOT / "tests/fixtures/0.1.0/corpus/corpus.json").read_text())
+    assert list(manifest) == fields(CorpusManifest)
+    assert list(manifest["source"]) == fields(FileRecord)
+
+
+def test_metrics_json_holds_the_fields_of_scores() -> None:
+    scores = json.loads((ROOT / "reports/metrics.json").read_text())
+    assert list(scores) == fields(Scores)
+    assert list(scores["model"]) == fields(ScoredModel)
+    for entry in scores["corpora"].values():
+        assert list(entry) == fields(CorpusScores)  # the committed run has a baseline
