@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -46,9 +47,13 @@ def _snapshot(root: Path) -> dict[str, object]:
     file whole, twice, cost such a test half a minute and gigabytes of memory."""
 
     def state(path: Path) -> object:
-        if path.is_dir():
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):  # held by where it points: a link is never followed here
+            return ("link", os.readlink(path))
+        if stat.S_ISDIR(info.st_mode):
             return None
-        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO, a socket: reading one could wait forever
+            return ("special", info.st_mode)
         if info.st_size > _SNAPSHOT_BYTES:
             return ("stat", info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         return path.read_bytes()

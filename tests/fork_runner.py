@@ -3,7 +3,8 @@
 Each line on stdin is a JSON case {"args": [...], "cwd": "...", "timeout": seconds}. The runner forks,
 and the child runs the console script's entry (`zrodlo.stages.cli.main`) in `cwd` with its stdout and
 stderr sent to files; the parent kills a child that outlives its timeout. Each case answers one JSON
-line on stdout: {"ended": "exit" | "signal" | "timeout", "code": n, "stdout": ..., "stderr": ...}.
+line on stdout: {"ended": "exit" | "signal" | "timeout", "code": n, "stdout": ..., "stderr": ...,
+"peak_kib": the child's largest resident memory}.
 
 A child is a process of its own, so a case that aborts in native code, hangs or leaks state cannot
 touch the next one, and forking takes milliseconds where a new interpreter takes a second.
@@ -51,9 +52,11 @@ def run_case(args: list[str], cwd: str, timeout: float) -> dict:
         if pid == 0:
             run_child(args, cwd, out.fileno(), err.fileno())
         deadline = time.monotonic() + timeout
+        peak = 0
         while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
+                peak = usage.ru_maxrss
                 break
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
@@ -66,6 +69,7 @@ def run_case(args: list[str], cwd: str, timeout: float) -> dict:
         result = {
             "stdout": out.read().decode("utf-8", "replace"),
             "stderr": err.read().decode("utf-8", "replace"),
+            "peak_kib": peak,
         }
     if status is None:
         return {**result, "ended": "timeout", "code": None}

@@ -1,13 +1,17 @@
 """Mutated artifacts of every kind fed to every command that reads them: each case ends in success
-or in one clear refusal, never a traceback, a crash, a hang or a write before the refusal.
+or in one clear refusal, never a traceback, a crash, a hang, a file read past its size, a write
+before the refusal or a write outside the paths the command names.
 
 The cases are drawn from a seeded generator, so a failure names a case that reruns alike:
-ZRODLO_FUZZ_CASES (default 200) sets how many, ZRODLO_FUZZ_SEED (default 0) which. Each case copies
-the artifacts a command reads into a directory of its own, mutates one file, and runs the command
-through `fork_runner.py` with a timeout. A mutation of bytes that a recorded digest covers, left
-unsealed, must be refused; a mutation sealed again (the digests recomputed, as a build with other
-code could write them) or of a file no digest covers may also be accepted, if nothing breaks.
-The counts are printed (pytest -s shows them).
+ZRODLO_FUZZ_CASES (default 200) sets how many, ZRODLO_FUZZ_SEED (default 0) which; the longer
+sweep is `ZRODLO_FUZZ_CASES=1000 .venv/bin/python -m pytest -s tests/test_fuzz.py`. Each case
+copies the artifacts a command reads into a directory of its own, mutates one file (its bytes, its
+JSON, a safetensors header, an AdamW moment; or replaces it with a link to a copy outside, a FIFO
+or a sparse file of 4 GiB), and runs the command through `fork_runner.py` with a timeout. A
+mutation of bytes that a recorded digest covers, left unsealed, must be refused, and so must
+forged moments and a run's record that is a link or a FIFO; a mutation sealed again (the digests
+recomputed, as a build with other code could write them) or of a file no digest covers may also
+be accepted, if nothing breaks. The counts are printed (pytest -s shows them).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import os
 import random
 import shutil
+import stat
 import subprocess
 import sys
 from collections import Counter
@@ -37,8 +42,10 @@ RUNNER = Path(__file__).parent / "fork_runner.py"
 
 HOSTILE_VALUES: list[object] = [
     None, True, False, -1, 0, 1, 2.5, 1e308, -1e308, 10**30, 2**64, "", "x", "../../etc/hostname",
-    "/etc/hostname", [], {}, [1, 2], {"a": 1}, "step-1", 65536, 10**7,
+    "/etc/hostname", [], {}, [1, 2], {"a": 1}, "step-1", 65536, 10**7, 10**12, 2**32 + 1,
 ]  # fmt: skip
+SPARSE = 4 << 30  # a file of 4 GiB that takes no disk: read whole, it fills memory
+PEAK_KIB = 1 << 20  # a command that read such a file whole would pass 1 GiB
 
 
 @dataclass
@@ -85,6 +92,23 @@ def insert_bytes(data: bytes, rng: random.Random) -> bytes:
 
 def doubled(data: bytes, rng: random.Random) -> bytes:
     return data + data
+
+
+def json_surrogate(data: bytes, rng: random.Random) -> bytes:
+    """A lone surrogate escaped into the first string: valid JSON that holds no text."""
+    quote = data.find(b'"')
+    return data[: quote + 1] + b"\\ud800" + data[quote + 1 :] if quote >= 0 else data + b"\n"
+
+
+def forged_moment(data: bytes, rng: random.Random) -> bytes:
+    """One AdamW moment set to what no run writes: not finite, or a negative second moment."""
+    from safetensors.torch import load, save
+
+    state = load(data)
+    name = rng.choice(sorted(key for key in state if key.endswith(("exp_avg", "exp_avg_sq"))))
+    state[name] = state[name].clone()
+    state[name].view(-1)[0] = rng.choice([float("inf"), float("nan"), -1.0])
+    return save(state)
 
 
 def _json_paths(value: object, path: tuple = ()) -> list[tuple]:
@@ -233,19 +257,39 @@ JSON_MUTATIONS: dict[str, Callable[[bytes, random.Random], bytes]] = {
     "json_unknown_key": json_unknown_key,
     "json_repeated_key": json_repeated_key,
     "json_deep": json_deep,
+    "json_surrogate": json_surrogate,
 }
+# What replaces the file itself: a link to a copy outside the case (which must never change), a
+# FIFO no process writes, a sparse file of gigabytes.
+FILE_MUTATIONS = ("symlink_out", "fifo", "sparse")
 
 
 def mutations_for(name: str) -> list[str]:
-    kinds = [*BYTE_MUTATIONS, "delete", "directory"]
+    kinds = [*BYTE_MUTATIONS, "delete", "directory", *FILE_MUTATIONS]
     if name.endswith((".json", ".jsonl")):
         kinds += [*JSON_MUTATIONS] * 2  # structure-aware ones reach further than random bytes
     if name.endswith(".safetensors"):
         kinds += ["safetensors_header"] * 3
+    if name.endswith("optimizer.safetensors"):
+        kinds += ["forged_moment"] * 3
     return kinds
 
 
-def mutate(path: Path, mutation: str, rng: random.Random) -> None:
+def mutate(path: Path, mutation: str, rng: random.Random, outside: Path) -> None:
+    if mutation == "symlink_out":
+        outside.mkdir()
+        target = outside / path.name
+        shutil.move(path, target)
+        path.symlink_to(target)
+        return
+    if mutation == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+        return
+    if mutation == "sparse":
+        with open(path, "r+b") as handle:
+            handle.truncate(SPARSE)
+        return
     if mutation == "delete":
         path.unlink()
         return
@@ -254,7 +298,12 @@ def mutate(path: Path, mutation: str, rng: random.Random) -> None:
         path.mkdir()
         return
     data = path.read_bytes()
-    apply = {**BYTE_MUTATIONS, **JSON_MUTATIONS, "safetensors_header": safetensors_header}
+    apply = {
+        **BYTE_MUTATIONS,
+        **JSON_MUTATIONS,
+        "safetensors_header": safetensors_header,
+        "forged_moment": forged_moment,
+    }
     changed = apply[mutation](data, rng)
     if changed == data:  # a mutation that changed nothing changes one bit instead
         changed = flip_bit(data, rng)
@@ -505,7 +554,7 @@ def originals(training_data, trained_run, tmp_path_factory, run_zrodlo) -> Path:
 
 
 def draw_case(
-    number: int, rng: random.Random, originals: Path, directory: Path
+    number: int, rng: random.Random, originals: Path, directory: Path, outside: Path
 ) -> tuple[Case, Reader]:
     reader = rng.choice(READERS)
     shutil.copytree(originals, directory)
@@ -513,34 +562,68 @@ def draw_case(
     mutation = rng.choice(mutations_for(name))
     path = directory / name
     before = path.read_bytes()
-    mutate(path, mutation, rng)
-    # A file deleted or made a directory has no bytes to seal.
+    mutate(path, mutation, rng, outside)
+    # A file deleted, made a directory or replaced by another kind has no bytes to seal; forged
+    # moments are always sealed, as another build would write them.
     sealed = reader.kind in ("corpus", "model", "checkpoint") and rng.random() < 0.4
+    sealed = (sealed or mutation == "forged_moment") and mutation not in FILE_MUTATIONS
     sealed = sealed and path.is_file()
     if sealed:
         seal(path.parent, path.name)
     unchanged_content = (
-        path.is_file()
+        mutation not in FILE_MUTATIONS
+        and path.is_file()
         and path.name in CONTENT_DIGESTED
         and _json_lines(path.read_bytes()) == _json_lines(before)
     )
-    must_refuse = name in reader.covered and not sealed and not unchanged_content
+    must_refuse = (
+        name in reader.covered
+        and not sealed
+        and not unchanged_content
+        and mutation != "symlink_out"  # a link to the same bytes reads as they do
+    )
+    appended = (
+        reader.kind == "run" and reader.command == "checkpoint resume" and name in _in("run", LOGS)
+    )
+    if appended and mutation in ("symlink_out", "fifo"):
+        must_refuse = True  # records are appended only to regular files of the run
+    if mutation == "forged_moment" and reader.command == "checkpoint resume":
+        must_refuse = True
     case = Case(number, reader.kind, reader.command, name, mutation, sealed, must_refuse)
     return case, reader
 
 
-def snapshot(root: Path) -> dict[str, bytes | None]:
-    return {
-        str(path.relative_to(root)): path.read_bytes() if path.is_file() else None
-        for path in sorted(root.rglob("*"))
-    }
+def snapshot(root: Path) -> dict[str, object]:
+    """Every name under `root` with its bytes; a link by its target, a directory as None, another
+    kind of file by its mode, a sparse file by its size and times: none is followed or read."""
+
+    def state(path: Path) -> object:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return ("link", os.readlink(path))
+        if stat.S_ISDIR(info.st_mode):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return ("special", info.st_mode)
+        if info.st_size >= SPARSE:
+            return ("stat", info.st_size, info.st_mtime_ns)
+        return path.read_bytes()
+
+    if not root.exists():
+        return {}
+    return {str(path.relative_to(root)): state(path) for path in sorted(root.rglob("*"))}
 
 
-def judge(case: Case, answer: dict, before: dict, after: dict) -> str:
-    """What a case came to: 'refused', 'accepted', 'compared', or the defect it shows."""
+def judge(case: Case, answer: dict, before: dict, after: dict, outside: tuple) -> str:
+    """What a case came to: 'refused', 'accepted', 'compared', or the defect it shows; `outside`
+    holds the snapshots of what lies outside the case before and after."""
     stderr, stdout = answer["stderr"], answer["stdout"]
     if answer["ended"] == "timeout":
         return "defect: hang"
+    if outside[0] != outside[1]:
+        return "defect: wrote outside the paths it names"
+    if case.mutation == "sparse" and answer["peak_kib"] > PEAK_KIB:
+        return "defect: read a file past its size"
     if answer["ended"] == "signal":
         return f"defect: killed by signal {answer['code']}"
     if "Traceback" in stderr or "Traceback" in stdout:
@@ -578,15 +661,18 @@ def test_mutated_artifacts_are_refused_clearly_or_read_whole(originals, tmp_path
     accepted: list[str] = []
     try:
         for number in range(CASES):
-            directory = tmp_path / f"case-{number}"
-            case, reader = draw_case(number, rng, originals, directory)
+            directory, outside = tmp_path / f"case-{number}", tmp_path / f"outside-{number}"
+            case, reader = draw_case(number, rng, originals, directory, outside)
             args = [str(arg) for arg in reader.args(directory)]
-            before = snapshot(directory)
+            before, outside_before = snapshot(directory), snapshot(outside)
             request = {"args": args, "cwd": str(directory), "timeout": TIMEOUT_S}
             runner.stdin.write(json.dumps(request) + "\n")
             runner.stdin.flush()
             answer = json.loads(runner.stdout.readline())
-            outcome = judge(case, answer, before, snapshot(directory))
+            outside_after = snapshot(outside)
+            outcome = judge(
+                case, answer, before, snapshot(directory), (outside_before, outside_after)
+            )
             outcomes[outcome] += 1
             by_kind[(case.kind, outcome)] += 1
             if outcome == "accepted":
@@ -596,6 +682,7 @@ def test_mutated_artifacts_are_refused_clearly_or_read_whole(originals, tmp_path
             if outcome.startswith("defect"):
                 defects.append(f"{outcome}: {case} -> {answer['stderr'][-600:]!r}")
             shutil.rmtree(directory)
+            shutil.rmtree(outside, ignore_errors=True)
     finally:
         runner.stdin.close()
         runner.wait(timeout=60)

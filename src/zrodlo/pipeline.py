@@ -19,6 +19,7 @@ import yaml
 from zrodlo.data.pools import check_shares
 from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
+from zrodlo.storage.inputs import read_input
 from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
@@ -126,7 +127,7 @@ def _as_params(section: str, check: Any) -> Any:
 
 def _read(params: Path) -> dict:
     try:
-        data = yaml.safe_load(params.read_bytes())
+        data = yaml.safe_load(read_input(params))
     except OSError as error:
         raise Refusal(f"{params} cannot be read: {error.strerror}") from None
     except yaml.YAMLError as error:

@@ -267,3 +267,18 @@ def test_an_output_file_that_is_a_directory_is_refused(
         *writers(inputs, train_args, resume_args)[command](output),
         sentence=f"{output} is a directory; Zrodlo writes a file there, so name a file",
     )
+
+
+def test_a_timing_file_on_a_full_disk_is_refused_and_none_is_left(
+    disk, training_data, dropout_model, train_args, run_zrodlo, tmp_path
+):
+    fill(disk)
+    timing = disk / "timing.csv"
+    args = train_args(
+        dropout_model, training_data.corpus, tmp_path / "run", 2, {"--timing": timing}
+    )
+    returncode, stdout, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert_write_refused(stderr, returncode, timing, "No space left on device")
+    assert stdout == ""
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+    assert not (tmp_path / "run").exists()

@@ -8,7 +8,6 @@ the installed script itself; every run that trains is the installed script in it
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -19,9 +18,9 @@ import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
+from forgery import replace_member, rewrite_record, sha256
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.draws.chacha import GENERATOR
-from zrodlo.storage.digest import json_sha256
 
 STATE_FILES = ("model.safetensors", "optimizer.safetensors")
 CHECKPOINT_FILES = ("config.json", "tokenizer.json", "model.json", *STATE_FILES, "trainer.json")
@@ -43,25 +42,6 @@ def refused(assert_refused_in_process, training_data, resume_args, tmp_path) -> 
         assert_refused_in_process(*args, sentence=sentence)
 
     return check
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def rewrite_record(checkpoint: Path, change: Callable[[dict], None]) -> None:
-    """Change trainer.json and write it with its own digest recomputed, as if written that way."""
-    file = checkpoint / "trainer.json"
-    record = json.loads(file.read_text())
-    change(record)
-    body = {key: value for key, value in record.items() if key != "record_sha256"}
-    file.write_text(json.dumps({**body, "record_sha256": json_sha256(body)}, indent=2))
-
-
-def replace_member(checkpoint: Path, name: str, data: bytes) -> None:
-    """Replace one file of a checkpoint, with trainer.json recording its new sha256."""
-    (checkpoint / name).write_bytes(data)
-    rewrite_record(checkpoint, lambda record: record["files"].__setitem__(name, sha256(data)))
 
 
 def corpus_digest(corpus: Path) -> str:
@@ -536,7 +516,11 @@ def test_a_resume_on_other_software_or_another_processor_warns_once_and_goes_on(
 def test_resume_refuses_a_shuffle_that_is_no_switch(run, refused):
     checkpoint = run / "step-4"
     rewrite_record(checkpoint, lambda record: record["hyperparameters"].__setitem__("shuffle", 0))
-    refused(checkpoint, "--shuffle is 0; it is a switch, on or off")
+    refused(
+        checkpoint,
+        f"{checkpoint} records hyperparameters no run can have: --shuffle is 0; it is a switch, "
+        "on or off",
+    )
 
 
 def test_resume_refuses_adamw_step_counts_other_than_the_checkpoints_step(run, refused):

@@ -37,6 +37,7 @@ import pyarrow.ipc as ipc
 from zrodlo.data.verification import verify_tokens
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import file_sha256, json_sha256
+from zrodlo.storage.inputs import open_input, read_input
 from zrodlo.storage.refusal import Refusal
 
 # 2: corpus.json carries manifest_sha256, the digest of its own content.
@@ -156,7 +157,7 @@ def _map_tokens(path: Path, manifest: dict) -> np.ndarray:
         )
     if size == 0:  # an empty file cannot be mapped
         return np.zeros(0, dtype=dtype)
-    with open(tokens_file, "rb") as handle:
+    with open_input(tokens_file) as handle:
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     return np.frombuffer(mapped, dtype=dtype)
 
@@ -194,7 +195,11 @@ def _read_listing(documents_file: Path, columns: list[str]) -> pa.Table:
         table = ipc.open_file(pa.memory_map(str(documents_file))).read_all()
     except (pa.ArrowException, OSError) as error:
         raise Refusal(f"{documents_file} does not load as Arrow IPC: {error}") from None
-    if table.schema != DOCUMENTS_SCHEMA or table.column("tokens").null_count:
+    if (
+        table.schema != DOCUMENTS_SCHEMA
+        or table.column("id").null_count
+        or table.column("tokens").null_count
+    ):
         raise Refusal(f"{documents_file} does not hold the columns id and tokens of a corpus")
     return table.select(columns)
 
@@ -221,7 +226,7 @@ _NEEDED = (
 
 def _read_manifest(file: Path) -> dict:
     try:
-        manifest = jsonfile.loads(file.read_bytes())
+        manifest = jsonfile.loads(read_input(file))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a corpus manifest: {error}") from None
     needed = ("format_version", "tokenizer_digest", "corpus_digest", "documents", "tokens")

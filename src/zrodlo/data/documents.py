@@ -11,8 +11,9 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from zrodlo.storage import jsonfile
+from zrodlo.storage import inputs, jsonfile
 from zrodlo.storage.refusal import Refusal
 
 _NEEDS = "each line holds one JSON object with an id and a text"
@@ -29,14 +30,12 @@ class Document:
     raw: bytes
 
 
-def open_input(path: Path):
+def open_documents(path: Path) -> BinaryIO:
     """Open an input file for binary reading, or refuse with a sentence naming the path."""
     try:
         # A large buffer: documents run to tens of kilobytes a line, and a line longer than the
         # buffer is gathered from several reads.
-        return open(path, "rb", buffering=_READ_BUFFER)
-    except IsADirectoryError:
-        raise Refusal(f"{path} is a directory; a documents file is expected there") from None
+        return inputs.open_input(path, "a documents file", buffering=_READ_BUFFER)
     except OSError as error:
         raise Refusal(f"{path} cannot be read: {error.strerror}") from None
 
@@ -55,7 +54,7 @@ def parse_line(path: Path, number: int, raw: bytes) -> Document:
     if not raw.strip():
         raise Refusal(f"{path} line {number} is empty; {_NEEDS}")
     try:
-        value = jsonfile.loads(raw)
+        value = jsonfile.loads(raw, only_text=False)
     except UnicodeDecodeError:
         raise Refusal(f"{path} line {number} is not UTF-8 text; {_NEEDS}") from None
     except json.JSONDecodeError as error:
@@ -102,7 +101,7 @@ def parse_line(path: Path, number: int, raw: bytes) -> Document:
 def read_documents(path: Path) -> Iterator[Document]:
     """Stream the validated documents of a file, refusing the first bad line or duplicate id."""
     first_line: dict[str, int] = {}
-    with open_input(path) as handle:
+    with open_documents(path) as handle:
         for number, raw in enumerate(handle, start=1):
             document = parse_line(path, number, raw)
             earlier = first_line.setdefault(document.id, number)

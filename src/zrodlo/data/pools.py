@@ -15,6 +15,7 @@ from zrodlo.data.documents import read_documents
 from zrodlo.data.formats import PoolsManifest
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import file_sha256, write_json
+from zrodlo.storage.inputs import read_input
 from zrodlo.storage.outputs import check_new_file, new_directory, new_file
 from zrodlo.storage.refusal import Refusal
 
@@ -78,7 +79,8 @@ def assign_pools(
 def read_splits(path: Path) -> dict[str, str]:
     """Read and check splits.json; return the pool of every id it names."""
     try:
-        data = jsonfile.loads(path.read_bytes())
+        # Ids of millions of documents: a larger bound than other JSON files.
+        data = jsonfile.loads(read_input(path, limit=1 << 30))
     except OSError as error:
         raise Refusal(f"{path} cannot be read: {error.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -16,6 +16,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from zrodlo.data.documents import document_line, is_unicode
+from zrodlo.storage.inputs import open_input
 from zrodlo.storage.outputs import new_file
 from zrodlo.storage.refusal import Refusal
 
@@ -40,12 +41,14 @@ def folder_documents(folder: Path) -> Iterator[tuple[str, str]]:
                 "a file's relative path becomes its id, so rename it"
             )
         try:
-            yield doc_id, path.read_bytes().decode("utf-8")
+            with open_input(path) as handle:
+                text = handle.read().decode("utf-8")
         except UnicodeDecodeError as error:
             raise Refusal(
                 f"{path} is not UTF-8 text (byte {error.start}); every file of a folder of "
                 "documents is read as UTF-8"
             ) from None
+        yield doc_id, text
 
 
 def table_documents(table: Path, id_column: str, text_column: str) -> Iterator[tuple[str, str]]:
@@ -109,6 +112,7 @@ def _decoded(table: Path, column: pa.Array, role: str, rows_before: int) -> list
 def _table_batches(
     table: Path, kind: str, id_column: str, text_column: str
 ) -> Iterator[pa.RecordBatch]:
+    open_input(table, f"a {kind} table").close()  # pyarrow would wait on a FIFO's writer
     if kind == "Parquet":
         parquet = pq.ParquetFile(table)
         _check_columns(table, parquet.schema_arrow.names, id_column, text_column)

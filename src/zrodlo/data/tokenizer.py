@@ -19,6 +19,7 @@ import numpy as np
 
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import json_sha256, write_json
+from zrodlo.storage.inputs import read_input
 from zrodlo.storage.refusal import Refusal
 
 UNK, BOS, EOS = 0, 1, 2
@@ -129,7 +130,7 @@ class CharTokenizer:
                 f"{path} holds no {FILE_NAME}; a tokenizer is written by zrodlo tokenizer fit"
             )
         try:
-            data = file.read_bytes()
+            data = read_input(file)
         except OSError as error:
             raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
         return cls.from_bytes(file, data)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from zrodlo.data.sources import write_documents
 from zrodlo.storage.digest import file_sha256
+from zrodlo.storage.inputs import read_input
 from zrodlo.storage.outputs import new_file
 from zrodlo.storage.refusal import Refusal
 
@@ -74,7 +75,7 @@ def docstring_documents(package: Path, folder: str) -> Iterator[tuple[str, str]]
         module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         with warnings.catch_warnings():  # invalid escapes in old docstrings are not our concern
             warnings.simplefilter("ignore")
-            tree = ast.parse(file.read_bytes(), filename=str(file))
+            tree = ast.parse(read_input(file), filename=str(file))
         for name, text in _docstrings(tree, module):
             if name not in seen and text:
                 seen.add(name)

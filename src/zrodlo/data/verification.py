@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from zrodlo.storage.inputs import open_input
 from zrodlo.storage.refusal import Refusal
 
 _DIGEST_PREFIX = b"zrodlo-corpus-v1"
@@ -87,7 +88,7 @@ def verify_tokens(
     buffer = np.empty(_VERIFY_TOKENS, dtype)  # (T,) as stored, filled again for each read
     wide = np.empty(_VERIFY_TOKENS, "<u4")  # (T,) the same in canonical form
     start = 0  # where the buffer being read starts in the file
-    with open(tokens_file, "rb") as handle:
+    with open_input(tokens_file) as handle:
         while size := handle.readinto(memoryview(buffer).cast("B")):
             if drop_behind:
                 drop_behind_pages(handle, start)

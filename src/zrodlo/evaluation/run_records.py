@@ -6,6 +6,7 @@ it when it is bad or missing.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass, fields
@@ -14,6 +15,7 @@ from typing import Any
 
 from zrodlo.data.corpus import MANIFEST_FILE
 from zrodlo.storage import jsonfile
+from zrodlo.storage.inputs import open_input, read_input
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.records import STEPS_FILE, STEPS_HEADER, TIMING_HEADER
 
@@ -69,7 +71,7 @@ def _read_json(path: Path, what: str, written_by: str) -> Any:
     if not path.is_file():
         raise Refusal(f"{path} does not exist; {written_by} writes {what}")
     try:
-        return jsonfile.loads(path.read_bytes())
+        return jsonfile.loads(read_input(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{path} does not load as {what}: {error}") from None
 
@@ -125,6 +127,19 @@ def _number(text: str) -> float:
     return math.nan if text == "" else float(text)
 
 
+def _csv_rows(file: Path, row: str) -> list[list[str]]:
+    """The rows of a CSV file of Zrodlo's records; a line that is not UTF-8 is refused by its
+    number (`row` says what a line records)."""
+    with open_input(file) as handle:
+        data = handle.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        number = data.count(b"\n", 0, error.start) + 1
+        raise Refusal(f"{file} line {number} does not read as {row}: it is not UTF-8") from None
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
 def read_steps(run: Path) -> Steps:
     """A run's steps.csv, as zrodlo model train writes it."""
     file = run / STEPS_FILE
@@ -132,8 +147,7 @@ def read_steps(run: Path) -> Steps:
         raise Refusal(
             f"{run} holds no {STEPS_FILE}; a run directory is written by zrodlo model train"
         )
-    with open(file, encoding="utf-8", newline="") as handle:
-        lines = list(csv.reader(handle))
+    lines = _csv_rows(file, "a step record")
     if not lines or ",".join(lines[0]) != STEPS_HEADER:
         header = ",".join(lines[0]) if lines else "nothing"
         raise Refusal(
@@ -199,8 +213,7 @@ def read_timing(path: Path) -> Timing:
     """A run's timing file, as zrodlo model train writes it (timing.csv or its --timing file)."""
     if not path.is_file():
         raise Refusal(f"{path} is not a file; --timing names a run's step times")
-    with open(path, encoding="utf-8", newline="") as handle:
-        lines = list(csv.reader(handle))
+    lines = _csv_rows(path, "a step time")
     if not lines or ",".join(lines[0]) != TIMING_HEADER:
         header = ",".join(lines[0]) if lines else "nothing"
         raise Refusal(f"{path} starts with {header!r}; step times start with {TIMING_HEADER!r}")

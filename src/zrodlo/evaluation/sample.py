@@ -22,10 +22,15 @@ from zrodlo.model.gpt import GPT
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_model
 
+# The most tokens one sample draws: its uniforms are drawn at once, 4 bytes a token.
+MAX_SAMPLE_TOKENS = 2**20
+
 
 def check_sampling(tokens: int, temperature: float, top_k: int | None) -> None:
     if tokens < 1:
         raise Refusal(f"--tokens is {tokens}; a sample needs one token or more")
+    if tokens > MAX_SAMPLE_TOKENS:
+        raise Refusal(f"--tokens is {tokens}; a sample draws 1 to {MAX_SAMPLE_TOKENS:,} tokens")
     if not (np.isfinite(temperature) and temperature >= 0):
         raise Refusal(
             f"--temperature is {temperature!r}; it must be a finite number, zero or more "

@@ -21,6 +21,7 @@ from zrodlo.model.config import ModelConfig
 from zrodlo.model.weights import check_weights, initial_weights
 from zrodlo.storage import jsonfile, tensorfile
 from zrodlo.storage.digest import file_sha256, write_json
+from zrodlo.storage.inputs import read_input
 from zrodlo.storage.listing import read_listed
 from zrodlo.storage.outputs import check_new_directory, is_partial, new_directory
 from zrodlo.storage.refusal import Refusal
@@ -67,7 +68,7 @@ def read_config(path: Path, data: memoryview | None = None) -> ModelConfig:
             "or by zrodlo model train"
         )
     try:
-        parsed = jsonfile.loads(file.read_bytes() if data is None else data)
+        parsed = jsonfile.loads(read_input(file) if data is None else data)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a model configuration: {error}") from None
     return ModelConfig.from_json(parsed, str(file))
@@ -123,8 +124,17 @@ def _read_listed(path: Path) -> dict[str, memoryview]:
             "directory is written by zrodlo model init or by zrodlo model train"
         )
     try:
-        manifest = jsonfile.loads(file.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = read_input(file)
+    except OSError as error:
+        raise Refusal(f"{file} does not load as a model manifest: {error}") from None
+    return read_listed(path, parse_listing(file, data), file, "the model directory")
+
+
+def parse_listing(file: Path, data: bytes | memoryview) -> dict[str, str]:
+    """The sha256 of each model file that model.json's bytes `data` list, its form checked."""
+    try:
+        manifest = jsonfile.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a model manifest: {error}") from None
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not (
@@ -141,7 +151,7 @@ def _read_listed(path: Path) -> dict[str, memoryview]:
             f"{file} has format version {manifest.get('format_version')!r}, and this build reads "
             f"version {MODEL_FORMAT}"
         )
-    return read_listed(path, files, file, "the model directory")
+    return files
 
 
 def check_tokenizer_fits(model: Model) -> None:

@@ -11,13 +11,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from zrodlo.storage.inputs import open_input
+
 _READ_SIZE = 1 << 22
 
 
 def file_sha256(path: Path) -> str:
     """Hex sha256 of a file's bytes, read in bounded chunks."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         while chunk := handle.read(_READ_SIZE):
             digest.update(chunk)
     return digest.hexdigest()

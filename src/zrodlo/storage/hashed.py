@@ -15,6 +15,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from zrodlo.storage.inputs import open_input
+
 # What is hashed at a time, while the next is read or written: small enough that the hashing thread
 # finds it still in the cache the read or write just brought it into (1 MiB measured best on a 2 MiB
 # L2; 4 MiB hashed from memory and took 15% longer).
@@ -81,7 +83,7 @@ def read_hashed(paths: list[Path]) -> list[tuple[memoryview, str]]:
     read = []
     with ThreadPoolExecutor(max_workers=1) as hashing:  # leaving the block awaits every hash
         for path in paths:
-            with open(path, "rb", buffering=0) as handle:
+            with open_input(path, buffering=0) as handle:
                 buffer = memoryview(np.empty(os.fstat(handle.fileno()).st_size, dtype=np.uint8))
                 digest, filled = hashlib.sha256(), 0
                 while filled < len(buffer):

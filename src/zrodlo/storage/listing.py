@@ -11,11 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from zrodlo.storage import hashed, tensorfile
+from zrodlo.storage.inputs import SMALL_FILE
 from zrodlo.storage.refusal import Refusal
-
-# The most a file read whole may hold when it states no size of its own: a JSON file of Zrodlo's
-# (a tokenizer of every Unicode character is about 10 MB), or a file that is no safetensors.
-UNSTATED_LIMIT = 64 << 20
 
 
 def read_listed(
@@ -28,7 +25,7 @@ def read_listed(
         if not path.is_file():
             raise Refusal(f"{path} is missing; {listing} lists it as part of {whole}")
         size, bound = path.stat().st_size, tensorfile.stated_size(path)
-        largest = UNSTATED_LIMIT if bound is None else bound
+        largest = SMALL_FILE if bound is None else bound
         if size > largest:  # a shorter file is read and fails its digest
             raise Refusal(
                 f"{path} holds {size} bytes, more than the {largest} a file of its kind holds; it "

@@ -10,8 +10,10 @@ directory) removes its temporary and raises a `WriteFailure` that names the outp
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,6 +56,41 @@ def check_parent(path: Path) -> None:
             f"{path} cannot be written: its parent {path.parent} does not exist; "
             "Zrodlo creates only the output itself, so create the parent first"
         )
+
+
+def check_in_place(path: Path) -> None:
+    """Refuse a file a command would write in place (a run's records) that is a symbolic link or
+    no regular file: what is written there would land elsewhere, or never on disk."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise Refusal(f"{path} is a symbolic link; {_IN_PLACE}, never through a link")
+    if not stat.S_ISREG(mode):
+        raise Refusal(f"{path} is no regular file; {_IN_PLACE}")
+
+
+_IN_PLACE = "Zrodlo appends records only to regular files"
+
+
+def open_in_place(path: Path, flags: int) -> int:
+    """A descriptor of `path` opened with `flags` (os.O_RDWR, os.O_WRONLY | os.O_APPEND), created if
+    missing, never through a symbolic link and never anything but a regular file, whatever was
+    put there since `check_in_place`."""
+    nofollow = flags | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, nofollow, 0o644)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            check_in_place(path)  # says which
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        check_in_place(path)
+        raise Refusal(f"{path} is no regular file; {_IN_PLACE}")
+    os.set_blocking(fd, True)
+    return fd
 
 
 @contextlib.contextmanager
@@ -208,7 +245,9 @@ def replace_file(path: Path, data: bytes) -> None:
     remove_leftovers(path)
     partial = partial_name(path)
     try:
-        with open(partial, "wb") as handle:
+        # A new file, never through a link someone left at the temporary's name.
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

@@ -24,6 +24,7 @@ from typing import NoReturn
 import torch
 
 from zrodlo.storage import hashed, jsonfile
+from zrodlo.storage.inputs import open_input
 from zrodlo.storage.refusal import Refusal
 
 SUFFIX = ".safetensors"
@@ -129,7 +130,7 @@ def stated_size(path: Path) -> int | None:
     whose header does not parse (it is small enough to read, or refused by its size)."""
     if path.suffix != SUFFIX:
         return None
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         head = handle.read(8)
         if len(head) < 8:
             return None

@@ -16,10 +16,12 @@ import torch
 from zrodlo.model.directory import (
     LISTING_FILE,
     MODEL_FILES,
+    TOKENIZER_FILE,
     WEIGHTS_FILE,
     Model,
     check_readable,
     model_from_files,
+    parse_listing,
     read_config,
     read_model_directory,
     write_model_files,
@@ -107,11 +109,17 @@ def read_checkpoint(path: Path) -> Checkpoint:
         )
     record, files = read_verified(path)
     check_named_step(path, record)
-    if not isinstance(record.get("run"), str):
-        raise Refusal(
-            f"{path / TRAINER_FILE} names no run it belongs to; the checkpoint is incomplete"
-        )
     model = model_from_files(path, files)
+    if model.tokenizer.digest != record["tokenizer_digest"]:  # seed 000's sentence comes first
+        raise Refusal(f"{path / TOKENIZER_FILE} is not the tokenizer {path} was trained with")
+    # model.json is checked as in a model directory, and must list what trainer.json lists.
+    for name, digest in parse_listing(path / LISTING_FILE, files[LISTING_FILE]).items():
+        if digest != record["files"][name]:
+            raise Refusal(
+                f"{path / LISTING_FILE} records {digest} as the sha256 of {name}, and "
+                f"{path / TRAINER_FILE} records {record['files'][name]}; the checkpoint was "
+                "altered after it was written"
+            )
     optimizer_state = tensorfile.parse(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
     return Checkpoint(model, optimizer_state, record)
 

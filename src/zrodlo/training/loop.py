@@ -19,7 +19,7 @@ from zrodlo.data.corpus import Corpus, release_pages
 from zrodlo.data.windows import WindowTable
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.directory import Model
-from zrodlo.storage.outputs import check_parent, new_directory, remove_directory
+from zrodlo.storage.outputs import check_in_place, check_parent, new_directory, remove_directory
 from zrodlo.storage.refusal import Refusal, WriteFailure
 from zrodlo.training.checkpoint import (
     check_removable,
@@ -207,6 +207,7 @@ def check_timing(timing: Path) -> None:
     if timing.is_dir():
         raise Refusal(f"--timing {timing} is a directory; it names the file the step times go to")
     check_parent(timing)
+    check_in_place(timing)
 
 
 def _stopped(output: Path, step: int) -> str:

@@ -109,8 +109,9 @@ def load_optimizer_state(
     """Restore what `optimizer_state_tensors` wrote after `updates` updates; ValueError names the
     first key that is wrong.
 
-    Every parameter needs its three keys, moments of its own shape and dtype, and a step count of
-    `updates`, or 0 for a parameter never updated; a key that names no parameter is wrong too.
+    Every parameter needs its three keys, finite moments of its own shape and dtype (the second
+    0 or more), and a step count of `updates`, or 0 for a parameter never updated, whose moments
+    are zeros; a key that names no parameter is wrong too.
     Nothing is changed unless every key is right.
     """
     by_name = _by_name(named_parameters)
@@ -131,6 +132,10 @@ def load_optimizer_state(
                     f"{name}.{key} is {tensor.dtype} {tuple(tensor.shape)}, the parameter "
                     f"{parameter.dtype} {tuple(parameter.shape)}"
                 )
+            if not bool(torch.isfinite(tensor).all()):
+                raise ValueError(f"{name}.{key} holds a value that is not finite")
+            if key == "exp_avg_sq" and bool((tensor < 0).any()):
+                raise ValueError(f"{name}.exp_avg_sq holds a negative second moment")
             entry[key] = tensor.to(parameter.device).clone()
         step = _get(tensors, f"{name}.step")
         if (
@@ -145,6 +150,8 @@ def load_optimizer_state(
                 f"{name}.step counts {int(step.item())} updates, and the checkpoint records "
                 f"{updates}"
             )
+        if step.item() == 0 and any(bool(entry[key].any()) for key in ("exp_avg", "exp_avg_sq")):
+            raise ValueError(f"{name}.step counts 0 updates, and its moments are not zero")
         entry["step"] = step.clone()
         # Step 0 is a parameter never updated: AdamW keeps no state for it, and creates the
         # same zeros when it first gets a gradient.

@@ -77,11 +77,18 @@ def check_clip_norm(value: float | None) -> None:
         raise Refusal(f"--clip-norm is {shown(value)}; it must be a positive finite number")
 
 
-def _check_whole(flag: str, value: int | None, least: int = 1) -> None:
+# The most steps a run makes: a step's dropout masks are drawn from the ChaCha20 nonce that holds
+# its index in 32 bits.
+MAX_STEPS = 2**32
+
+
+def _check_whole(flag: str, value: int | None, least: int = 1, most: int | None = None) -> None:
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int) or value < least
     ):
         raise Refusal(f"{flag} is {value}; it must be a whole number of {least} or more")
+    if value is not None and most is not None and value > most:
+        raise Refusal(f"{flag} is {value}; it must be a whole number from {least} to {most:,}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,7 +185,7 @@ class RunPlan:
         self.adamw.validate()
         check_clip_norm(self.clip_norm)
         self.schedule.validate()
-        _check_whole("--steps", self.steps)
+        _check_whole("--steps", self.steps, most=MAX_STEPS)
         _check_whole("--batch-size", self.batch_size)
         _check_whole("--micro-batch-size", self.micro_batch_size)
         if self.micro_batch_size is not None and self.batch_size % self.micro_batch_size:

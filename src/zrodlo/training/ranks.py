@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from zrodlo.storage.refusal import LostContact, Refusal
+from zrodlo.training.record import MAX_THREADS
 
 _CPU = torch.device("cpu")
 # The longest any rank waits for another: long enough for rank 0 to write a checkpoint between two
@@ -147,8 +148,11 @@ def check_processes(processes: int) -> None:
 
 
 def check_threads(threads: int | None) -> None:
+    """Refuse a thread count no run computes on: what train accepts, a resume of it accepts too."""
     if threads is not None and threads < 1:
         raise Refusal(f"--threads is {threads}; it must be a whole number of one or more")
+    if threads is not None and threads > MAX_THREADS:
+        raise Refusal(f"--threads is {threads}; a run computes on 1 to {MAX_THREADS} threads")
 
 
 def use_threads(threads: int | None) -> None:

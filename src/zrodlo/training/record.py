@@ -13,6 +13,7 @@ from pathlib import Path
 from zrodlo.model.directory import LISTING_FILE, MODEL_FILES
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import json_sha256
+from zrodlo.storage.inputs import read_input
 from zrodlo.storage.listing import read_listed
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
@@ -27,6 +28,7 @@ MAX_THREADS = (
     1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
 )
 _STEP_NAME = re.compile(r"step-(.*)")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def read_record(path: Path) -> dict:
@@ -43,7 +45,7 @@ def read_verified(path: Path) -> tuple[dict, dict[str, memoryview]]:
     if not file.is_file():
         raise Refusal(f"{path} cannot be read; only a checkpoint can be resumed")
     try:
-        record = jsonfile.loads(file.read_bytes())
+        record = jsonfile.loads(read_input(file))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a checkpoint record: {error}") from None
     if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
@@ -83,6 +85,26 @@ def _check_record_fields(file: Path, record: dict) -> None:
         raise Refusal(
             f"{file} records step {json.dumps(step)}; a checkpoint's step is a whole number of "
             "1 or more"
+        )
+    _check_provenance(file, record)
+
+
+def _check_provenance(file: Path, record: dict) -> None:
+    """Refuse a record whose names and provenance no run writes: the run, corpus and tokenizer are
+    named by sha256 digests, and the seed is the one its hyperparameters hold."""
+    run = record.get("run")
+    if not isinstance(run, str) or not run:
+        raise Refusal(f"{file} names no run it belongs to; the checkpoint is incomplete")
+    for key in ("run", "corpus_digest", "tokenizer_digest"):
+        value = record.get(key)
+        if not (isinstance(value, str) and _DIGEST.fullmatch(value)):
+            raise Refusal(f"{file} records {key} {json.dumps(value)}, which is no sha256 digest")
+    hyperparameters = record.get("hyperparameters")
+    planned = hyperparameters.get("seed") if isinstance(hyperparameters, dict) else None
+    if record.get("seed") != planned or isinstance(planned, bool):
+        raise Refusal(
+            f"{file} records seed {json.dumps(record.get('seed'))} and hyperparameters of seed "
+            f"{json.dumps(planned)}; a run draws from one seed"
         )
 
 
@@ -128,6 +150,10 @@ def recorded_plan(
     except (KeyError, TypeError) as error:
         raise Refusal(
             f"{checkpoint} records hyperparameters this build cannot read: {error}"
+        ) from None
+    except Refusal as refusal:  # named by its flag, as model train would have refused it
+        raise Refusal(
+            f"{checkpoint} records hyperparameters no run can have: {refusal.sentence}"
         ) from None
     return plan
 

@@ -26,8 +26,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from zrodlo.storage import jsonfile
+from zrodlo.storage.inputs import open_input
+from zrodlo.storage.outputs import check_in_place, open_in_place
 from zrodlo.storage.refusal import Refusal, WriteFailure
 
 STEPS_FILE = "steps.csv"
@@ -62,13 +65,14 @@ def _hex(value: float | None) -> str | None:
     return None if value is None else float(value).hex()
 
 
-def _truncate_after(path: Path, done: int, step_of: Callable[[bytes], int | None]) -> None:
-    """Cut the records of steps after `done`, and any half-written last line, off `path`.
+def _cut_point(path: Path, done: int, step_of: Callable[[bytes], int | None]) -> tuple[int, bytes]:
+    """Where to cut `path` so that the records of steps after `done`, and any half-written last
+    line, go; and the last line kept (b"" if none). Reads only.
 
     Records are appended in step order, so only the tail after the last kept record is read: the
     cost does not grow with the steps already done.
     """
-    with open(path, "rb+") as handle:
+    with open_input(path) as handle:
         cut = handle.seek(0, os.SEEK_END)
         position, buffer = cut, b""
         while cut > 0:
@@ -84,19 +88,26 @@ def _truncate_after(path: Path, done: int, step_of: Callable[[bytes], int | None
                 start = buffer.rfind(b"\n", 0, len(buffer) - 1) + 1
                 step = step_of(buffer[start:-1])
                 if step is None or step <= done:
-                    break
+                    return cut, buffer[start:-1]
             cut -= len(buffer) - start
             buffer = buffer[:start]
-        handle.truncate(cut)
+    return cut, b""
 
 
 def last_record(path: Path) -> bytes:
-    """The last complete line of a records file (read from the end), or b"" if none."""
-    with open(path, "rb") as handle:
-        end = handle.seek(0, os.SEEK_END)
-        handle.seek(max(end - (1 << 16), 0))
-        lines = handle.read().splitlines()
-    return lines[-1] if lines else b""
+    """The last complete line of a records file, or b"" if none."""
+    return _cut_point(path, 2**63, lambda line: None)[1]
+
+
+def _ledger_entry(path: Path, line: bytes, cut: int) -> dict | None:
+    """The ledger entry `line`, the last before byte `cut` of `path`; refused by its number where it
+    is none (what a kill leaves has no newline, and is cut off instead)."""
+    try:
+        return jsonfile.loads(line) if line else None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        with open_input(path) as handle:  # only now: the count reads the ledger up to the line
+            number = handle.read(cut).count(b"\n")
+        raise Refusal(f"{path} line {number} does not load as a ledger entry: {error}") from None
 
 
 def _csv_step(line: bytes) -> int | None:
@@ -117,23 +128,44 @@ class RunLog:
     `timing`, the run directory's timing.csv unless the run names another file."""
 
     def __init__(self, run: Path, done: int, timing: Path | None = None) -> None:
-        self._files = {}
-        for name, path, header, step_of in (
+        self._files: dict[str, TextIO] = {}
+        self._paths: dict[str, Path] = {}
+        records = (
             (STEPS_FILE, run / STEPS_FILE, STEPS_HEADER, _csv_step),
             (LEDGER_FILE, run / LEDGER_FILE, None, _ledger_step),
             (TIMING_FILE, timing or run / TIMING_FILE, TIMING_HEADER, _csv_step),
             (HELD_OUT_FILE, run / HELD_OUT_FILE, HELD_OUT_HEADER, _csv_step),
-        ):
+        )
+        # Every record is checked, and where it is cut found, before any of them is changed.
+        cuts: dict[str, int | None] = {}
+        self.ledger_tail: dict | None = None  # the ledger's last entry at or before `done`
+        for name, path, _, step_of in records:
+            check_in_place(path)
+            self._paths[name] = path
             try:
-                if path.exists():
-                    _truncate_after(path, done, step_of)
-                handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+                cut, last = _cut_point(path, done, step_of) if path.exists() else (None, b"")
             except OSError as error:
-                self.close()
                 raise WriteFailure(path, error) from None
-            self._files[name] = handle
-            if header and handle.tell() == 0:
-                self._write(name, header)
+            cuts[name] = cut
+            if name == LEDGER_FILE and cut is not None:
+                self.ledger_tail = _ledger_entry(path, last, cut)
+        try:
+            for name, path, header, _ in records:
+                try:
+                    fd = open_in_place(path, os.O_WRONLY | os.O_APPEND)
+                    if cuts[name] is not None:
+                        os.ftruncate(fd, cuts[name])
+                except OSError as error:
+                    raise WriteFailure(path, error) from None
+                self._files[name] = handle = open(fd, "a", encoding="utf-8")  # noqa: SIM115
+                if header and handle.tell() == 0:
+                    self._write(name, header)
+        except BaseException:
+            self.close()
+            for name, path, _, _ in records:  # a refusal leaves no record file it made
+                if cuts[name] is None:
+                    path.unlink(missing_ok=True)
+            raise
 
     def step(self, record: StepRecord) -> None:
         eval_loss = "" if record.eval_loss is None else repr(record.eval_loss)
@@ -163,17 +195,16 @@ class RunLog:
     def continue_from(self, step: int, files: dict[str, str]) -> None:
         """Make sure the ledger records the checkpoint a continued run starts from: once the
         ledger is cut back to `step`, that checkpoint's entry, if it was written, is its last line."""
-        last = last_record(Path(self._files[LEDGER_FILE].name))
-        if not (last and jsonfile.loads(last) == {"step": step, "checkpoint": files}):
+        if self.ledger_tail != {"step": step, "checkpoint": files}:
             self.checkpoint(step, files)
 
     def sync(self) -> None:
         """Put every record written so far on disk, before a checkpoint that relies on them."""
-        for handle in self._files.values():
+        for name, handle in self._files.items():
             try:
                 os.fsync(handle.fileno())
             except OSError as error:
-                raise WriteFailure(Path(handle.name), error) from None
+                raise WriteFailure(self._paths[name], error) from None
 
     def _write(self, name: str, line: str) -> None:
         handle = self._files[name]
@@ -181,7 +212,7 @@ class RunLog:
             handle.write(line + "\n")
             handle.flush()
         except OSError as error:
-            raise WriteFailure(Path(handle.name), error) from None
+            raise WriteFailure(self._paths[name], error) from None
 
     def close(self) -> None:
         for handle in self._files.values():
@@ -195,7 +226,8 @@ def read_ledger(path: Path) -> list[dict]:
     half-written, is not an entry (a resume cuts it off too)."""
     if not path.is_file():
         return []
-    lines = path.read_bytes().split(b"\n")
+    with open_input(path) as handle:
+        lines = handle.read().split(b"\n")
     entries = []
     for number, line in enumerate(lines[:-1], start=1):  # lines[-1]: after the last newline
         try:

@@ -30,7 +30,14 @@ from zrodlo.model.directory import Model
 from zrodlo.model.weights import weights_sha256
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import json_sha256, json_text
-from zrodlo.storage.outputs import check_parent, remove_stale_partials, replace_file, sync_directory
+from zrodlo.storage.inputs import read_input
+from zrodlo.storage.outputs import (
+    check_in_place,
+    check_parent,
+    remove_stale_partials,
+    replace_file,
+    sync_directory,
+)
 from zrodlo.storage.refusal import Refusal, WriteFailure
 from zrodlo.training.checkpoint import (
     check_removable,
@@ -101,6 +108,8 @@ def claim(path: Path, run: dict, plan: RunPlan, done: int) -> Iterator[None]:
 def _check_contents(path: Path, run: dict, plan: RunPlan, done: int) -> set[Path]:
     """Seed 001's refusals of what is there come first, then the rules of one run a directory;
     returns the checkpoints read whole on the way."""
+    for name in (RUN_FILE, *RECORD_FILES):
+        check_in_place(path / name)  # a link would carry the records out of the directory
     for step in plan.checkpoint_steps(done):
         planned = path / checkpoint_name(step)
         if planned.exists() or planned.is_symlink():
@@ -143,7 +152,7 @@ def read_run(path: Path) -> dict | None:
     if not file.exists():
         return None
     try:
-        held = jsonfile.loads(file.read_bytes())
+        held = jsonfile.loads(read_input(file))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{file} does not load as a run record: {error}") from None
     if not isinstance(held, dict) or not isinstance(held.get("run"), str):

@@ -17,7 +17,6 @@ from typing import Any
 from zrodlo.data.corpus import Corpus
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.device import resolve_device
-from zrodlo.model.directory import TOKENIZER_FILE
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_checkpoint, read_model
 from zrodlo.training.environment import match_environment
@@ -124,12 +123,8 @@ def resume(
             "keep_checkpoints": keep_checkpoints, "timing": timing,
         }  # fmt: skip
         return run_workers(request, processes, None, progress)
-    state = read_checkpoint(checkpoint)
+    state = read_checkpoint(checkpoint)  # its tokenizer the one it was trained with, or refused
     record = state.record
-    if state.model.tokenizer.digest != record.get("tokenizer_digest"):
-        raise Refusal(
-            f"{checkpoint / TOKENIZER_FILE} is not the tokenizer {checkpoint} was trained with"
-        )
     data = Corpus.open(corpus)
     if data.digest != record.get("corpus_digest"):
         raise Refusal(

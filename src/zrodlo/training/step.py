@@ -192,6 +192,13 @@ def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -
             f"is more than the {memory / 2**30:,.1f} GiB of memory {holder} has; lower "
             "--micro-batch-size or --context, or run on a device with more memory"
         )
+    indices = plan.batch_size * 8  # (B,) int64: the step's window indices, drawn at once
+    if indices > memory_of(torch.device("cpu")):
+        raise Refusal(
+            f"a step of {plan.batch_size:,} windows draws {indices / 2**30:,.1f} GiB of window "
+            f"indices at once, more than the {memory_of(torch.device('cpu')) / 2**30:,.1f} GiB of "
+            "memory this machine has; lower --batch-size"
+        )
 
 
 def _take_gradient(parameters: list[torch.nn.Parameter]) -> torch.Tensor:

@@ -17,12 +17,12 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
+from forgery import reseal_corpus
 from zrodlo.data import corpus as corpus_module
 from zrodlo.data import verification
 from zrodlo.data.corpus import Corpus, mapping_of
 from zrodlo.data.preparation import prepare_corpus
 from zrodlo.data.tokenizer import CharTokenizer
-from zrodlo.storage.digest import json_sha256
 from zrodlo.storage.refusal import Refusal
 
 TOKENIZER = CharTokenizer.fit(["cab"])
@@ -256,20 +256,11 @@ def refusals_both_ways(corpus: Path, monkeypatch) -> list[str]:
     return sentences
 
 
-def reseal(corpus: Path, **changes) -> None:
-    manifest_file = corpus / "corpus.json"
-    body = {
-        k: v for k, v in json.loads(manifest_file.read_text()).items() if k != "manifest_sha256"
-    }
-    body.update(changes)
-    manifest_file.write_text(json.dumps({**body, "manifest_sha256": json_sha256(body)}))
-
-
 def test_the_verifying_pass_refuses_a_manifest_that_lies_about_the_largest_token(
     documents, monkeypatch
 ):
     corpus = prepare(documents, "corpus")
-    reseal(corpus, largest_token=4)
+    reseal_corpus(corpus, largest_token=4)
     assert refusals_both_ways(corpus, monkeypatch) == 2 * [
         f"{corpus / 'tokens.bin'} holds tokens up to 5, and {corpus / 'corpus.json'} records 4; "
         "the manifest is not this corpus's, so prepare the corpus again"
@@ -279,7 +270,7 @@ def test_the_verifying_pass_refuses_a_manifest_that_lies_about_the_largest_token
 def test_the_verifying_pass_refuses_a_manifest_that_claims_another_corpus(documents, monkeypatch):
     corpus = prepare(documents, "corpus")
     claimed = "0" * 64
-    reseal(corpus, corpus_digest=claimed)
+    reseal_corpus(corpus, corpus_digest=claimed)
     assert refusals_both_ways(corpus, monkeypatch) == 2 * [
         f"{corpus / 'tokens.bin'} holds corpus {PINNED_DIGEST}, and {corpus / 'corpus.json'} "
         f"records corpus {claimed}; the manifest is not this corpus's, so prepare the corpus again"
