@@ -34,9 +34,40 @@ def import_documents(
     text_column: str = typer.Option(
         "text", help="The table column that holds each document's text."
     ),
+    include: list[str] = typer.Option(
+        (),
+        help="Take only documents whose id (a file's path in the folder) matches this pattern, "
+        "such as '*.py' (* crosses folders); give it once per pattern.",
+    ),
+    exclude: list[str] = typer.Option(
+        (), help="Leave out documents whose id matches this pattern; give it once per pattern."
+    ),
+    skip_empty: bool = typer.Option(
+        False, help="Skip documents with an empty text instead of refusing them."
+    ),
+    skip_undecodable: bool = typer.Option(
+        False, help="Skip files of the folder that are not UTF-8 instead of refusing them."
+    ),
 ) -> None:
-    """Turn a folder of text files or a Parquet/CSV table into a documents file."""
+    """Turn a folder of text files or a Parquet/CSV table into a documents file; skipped documents
+    are listed beside it, in <output>.skipped.jsonl."""
+    from zrodlo.data.selection import EMPTY, NOT_UTF8
     from zrodlo.data.sources import import_documents as write
 
-    count = write(source, output, id_column, text_column)
-    typer.echo(f"wrote {output}: {count} documents from {source}")
+    imported = write(
+        source, output, id_column, text_column, include, exclude, skip_empty, skip_undecodable
+    )
+    said = f"wrote {output}: {imported.documents} documents from {source}"
+    if imported.left_out:
+        said += f"; {imported.left_out} left out by --include and --exclude"
+    typer.echo(said)
+    if imported.skipped:
+        reasons = [
+            f"{count} {reason}"
+            for reason in (EMPTY, NOT_UTF8)
+            if (count := imported.skipped_for(reason))
+        ]
+        typer.echo(
+            f"skipped {len(imported.skipped)} ({', '.join(reasons)}), listed in "
+            f"{imported.skipped_file}"
+        )

@@ -3,9 +3,9 @@
 Each takes the command's options as keywords (`--micro-batch-size` is `micro_batch_size`), with
 the command's defaults, writes what the command writes, byte for byte, and returns what it wrote
 or computed: `prepare`, `split` and `evaluate` the records they write, as typed dicts
-(`CorpusManifest`, `PoolsManifest`, `Scores`; docs/formats.md), `init` the model, `train` and
-`resume` the checkpoints written. A refusal is raised as `Refusal`, whose `sentence` is what the command prints after
-`Error: `. `train` and `resume` with `processes=N` start N worker processes that run the library's
+(`CorpusManifest`, `PoolsManifest`, `Scores`; docs/formats.md), `import_documents` what it wrote
+and skipped (`Imported`), `init` the model, `train` and `resume` the checkpoints written. A
+refusal is raised as `Refusal`, whose `sentence` is what the command prints after `Error: `. `train` and `resume` with `processes=N` start N worker processes that run the library's
 own entry point, never the caller's script, so they work from a notebook as from the command line
 (a script keeps its work under `if __name__ == "__main__":`, as any multiprocessing does).
 

@@ -235,3 +235,80 @@ def test_import_refuses_a_file_name_that_is_not_utf8(tmp_path, run_zrodlo, snaps
         "path becomes its id, so rename it\n"
     )
     assert snapshot(tmp_path) == before
+
+
+@pytest.fixture
+def source_tree(tmp_path: Path) -> Path:
+    """A folder as a user has one: code in folders, notes, an empty file and one in Latin-1."""
+    folder = tmp_path / "project"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.py").write_text("x = 1\n", encoding="utf-8")
+    (folder / "sub" / "c.py").write_text("y = 2\n", encoding="utf-8")
+    (folder / "notes.txt").write_text("hello", encoding="utf-8")
+    (folder / "empty.py").write_bytes(b"")
+    (folder / "bad.py").write_bytes("caf\u00e9 = 3".encode("latin-1"))
+    return folder
+
+
+def test_patterns_choose_files_and_skips_are_counted_and_listed(tmp_path, source_tree, run_zrodlo):
+    output = tmp_path / "documents.jsonl"
+    args = import_args(
+        source_tree, output, "--include", "*.py", "--exclude", "sub/*", "--skip-empty",
+        "--skip-undecodable",
+    )  # fmt: skip
+    returncode, stdout, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {"a.py": "x = 1\n"}
+    listed = tmp_path / "documents.jsonl.skipped.jsonl"
+    assert stdout == (
+        f"wrote {output}: 1 documents from {source_tree}; 2 left out by --include and --exclude\n"
+        f"skipped 2 (1 empty, 1 not UTF-8), listed in {listed}\n"
+    )
+    assert listed.read_text() == (
+        '{"id": "bad.py", "reason": "not UTF-8"}\n{"id": "empty.py", "reason": "empty"}\n'
+    )
+
+
+def test_patterns_alone_still_refuse_what_is_not_text(tmp_path, source_tree, assert_refused):
+    args = import_args(source_tree, tmp_path / "documents.jsonl", "--include", "*.py")
+    sentence = (
+        f"{source_tree / 'bad.py'} is not UTF-8 text (byte 3); every file of a folder of "
+        "documents is read as UTF-8"
+    )
+    assert_refused(*args, sentence=sentence)
+
+
+def test_a_folder_skipping_nothing_writes_no_list(tmp_path, source_tree, run_zrodlo):
+    output = tmp_path / "documents.jsonl"
+    args = import_args(source_tree, output, "--include", "sub/*", "--skip-empty")
+    returncode, stdout, _ = run_zrodlo(*args, cwd=tmp_path)
+    assert returncode == 0
+    assert read_back(output) == {"sub/c.py": "y = 2\n"}
+    assert (
+        stdout
+        == f"wrote {output}: 1 documents from {source_tree}; 4 left out by --include and --exclude\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["documents.jsonl", "project"]
+
+
+def test_a_list_of_skipped_documents_that_exists_is_refused_first(
+    tmp_path, source_tree, assert_refused
+):
+    listed = tmp_path / "documents.jsonl.skipped.jsonl"
+    listed.write_text("mine\n")
+    args = import_args(source_tree, tmp_path / "documents.jsonl", "--skip-empty")
+    sentence = f"{listed} already exists; Zrodlo writes a new file and overwrites nothing"
+    assert_refused(*args, sentence=sentence)
+
+
+def test_a_table_skips_empty_texts_and_takes_ids_by_pattern(tmp_path, run_zrodlo):
+    table = tmp_path / "docs.csv"
+    table.write_text('id,text\nkeep-1,one\nkeep-2,""\ndrop-3,three\n', encoding="utf-8")
+    output = tmp_path / "documents.jsonl"
+    args = import_args(table, output, "--include", "keep-*", "--skip-empty")
+    returncode, stdout, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {"keep-1": "one"}
+    assert stdout.splitlines()[1] == (
+        f"skipped 1 (1 empty), listed in {tmp_path / 'documents.jsonl.skipped.jsonl'}"
+    )

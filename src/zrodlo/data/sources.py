@@ -8,7 +8,7 @@ writes the JSONL that the rest of Zrodlo reads.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,15 +16,26 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from zrodlo.data.documents import document_line, is_unicode
+from zrodlo.data.selection import (
+    EMPTY,
+    NOT_UTF8,
+    Imported,
+    Selection,
+    check_skipped_file,
+    write_skipped,
+)
 from zrodlo.storage.inputs import open_input
-from zrodlo.storage.outputs import new_file
+from zrodlo.storage.outputs import check_new_file, new_file
 from zrodlo.storage.refusal import Refusal
 
 TABLE_SUFFIXES = {".parquet": "Parquet", ".csv": "CSV"}
 
 
-def folder_documents(folder: Path) -> Iterator[tuple[str, str]]:
-    """Every file under a folder, id = its path relative to the folder (with /), in id order.
+def folder_documents(
+    folder: Path, selection: Selection, imported: Imported
+) -> Iterator[tuple[str, str]]:
+    """Every file under a folder that `selection` takes, id = its path relative to the folder (with
+    /), in id order; `imported` counts what was left out and skipped.
 
     Hidden files and folders (names starting with a dot) are skipped.
     """
@@ -35,6 +46,9 @@ def folder_documents(folder: Path) -> Iterator[tuple[str, str]]:
         and not any(part.startswith(".") for part in path.relative_to(folder).parts)
     )
     for doc_id, path in files:
+        if not selection.takes(doc_id):
+            imported.left_out += 1
+            continue
         if not is_unicode(doc_id):
             raise Refusal(
                 f"{folder} holds a file whose name is not UTF-8 ({doc_id.encode('utf-8', 'replace').decode()}); "
@@ -44,15 +58,28 @@ def folder_documents(folder: Path) -> Iterator[tuple[str, str]]:
             with open_input(path) as handle:
                 text = handle.read().decode("utf-8")
         except UnicodeDecodeError as error:
+            if selection.skip_undecodable:
+                imported.skipped.append((doc_id, NOT_UTF8))
+                continue
             raise Refusal(
                 f"{path} is not UTF-8 text (byte {error.start}); every file of a folder of "
                 "documents is read as UTF-8"
             ) from None
+        if selection.skip_empty and not text:
+            imported.skipped.append((doc_id, EMPTY))
+            continue
         yield doc_id, text
 
 
-def table_documents(table: Path, id_column: str, text_column: str) -> Iterator[tuple[str, str]]:
-    """Rows of a Parquet or CSV table, streamed in record batches; ids may be strings or integers."""
+def table_documents(
+    table: Path,
+    id_column: str,
+    text_column: str,
+    selection: Selection,
+    imported: Imported,
+) -> Iterator[tuple[str, str]]:
+    """Rows of a Parquet or CSV table that `selection` takes, streamed in record batches; ids may
+    be strings or integers; `imported` counts what was left out and skipped."""
     kind = TABLE_SUFFIXES[table.suffix.lower()]
     try:
         batches = _table_batches(table, kind, id_column, text_column)
@@ -82,7 +109,12 @@ def table_documents(table: Path, id_column: str, text_column: str) -> Iterator[t
                     raise Refusal(
                         f"{table} row {row} has no {empty}; every row needs an id and a text"
                     )
-                yield doc_id, text
+                if not selection.takes(doc_id):
+                    imported.left_out += 1
+                elif selection.skip_empty and not text:
+                    imported.skipped.append((doc_id, EMPTY))
+                else:
+                    yield doc_id, text
     except (pa.ArrowInvalid, pa.ArrowKeyError, OSError) as error:
         raise Refusal(f"{table} does not read as a {kind} table: {error}") from None
 
@@ -173,12 +205,15 @@ def _check_columns(table: Path, names: list[str], id_column: str, text_column: s
             )
 
 
-def source_documents(source: Path, id_column: str, text_column: str) -> Iterator[tuple[str, str]]:
-    """The documents of a folder or a table, chosen by what `source` is."""
+def source_documents(
+    source: Path, id_column: str, text_column: str, selection: Selection, imported: Imported
+) -> Iterator[tuple[str, str]]:
+    """The documents of a folder or a table, chosen by what `source` is and by `selection`, which
+    `imported` counts."""
     if source.is_dir():
-        return folder_documents(source)
+        return folder_documents(source, selection, imported)
     if source.is_file() and source.suffix.lower() in TABLE_SUFFIXES:
-        return table_documents(source, id_column, text_column)
+        return table_documents(source, id_column, text_column, selection, imported)
     if not source.exists():
         raise Refusal(f"{source} does not exist; import reads a folder, a .parquet or a .csv file")
     raise Refusal(
@@ -214,10 +249,25 @@ def write_documents(pairs: Iterable[tuple[str, str]], output: Path, source: str)
 
 
 def import_documents(
-    source: Path, output: Path, id_column: str = "id", text_column: str = "text"
-) -> int:
+    source: Path,
+    output: Path,
+    id_column: str = "id",
+    text_column: str = "text",
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    skip_empty: bool = False,
+    skip_undecodable: bool = False,
+) -> Imported:
     """Write the documents of a folder of UTF-8 files or a Parquet or CSV table as the new
-    documents file `output`; return how many there are."""
-    pairs = source_documents(source, id_column, text_column)
+    documents file `output`: those whose ids match `include` (all where empty) and not `exclude`,
+    skipping empty texts and files that are not UTF-8 only when asked (they are listed beside
+    `output`, `zrodlo.data.selection`); return what was written, left out and skipped."""
+    selection = Selection(tuple(include), tuple(exclude), skip_empty, skip_undecodable)
+    check_new_file(output)
+    check_skipped_file(output, selection)
+    imported = Imported()
+    pairs = source_documents(source, id_column, text_column, selection, imported)
     with new_file(output) as partial:
-        return write_documents(pairs, partial, str(source))
+        imported.documents = write_documents(pairs, partial, str(source))
+    write_skipped(output, imported)
+    return imported
