@@ -657,6 +657,7 @@ def test_mutated_artifacts_are_refused_clearly_or_read_whole(originals, tmp_path
     )
     outcomes: Counter[str] = Counter()
     by_kind: Counter[tuple[str, str]] = Counter()
+    by_mutation: Counter[tuple[str, str]] = Counter()
     defects: list[str] = []
     accepted: list[str] = []
     try:
@@ -675,6 +676,7 @@ def test_mutated_artifacts_are_refused_clearly_or_read_whole(originals, tmp_path
             )
             outcomes[outcome] += 1
             by_kind[(case.kind, outcome)] += 1
+            by_mutation[(case.mutation, outcome)] += 1
             if outcome == "accepted":
                 accepted.append(
                     f"{case.command}: {case.file} {case.mutation}" + " sealed" * case.sealed
@@ -691,6 +693,9 @@ def test_mutated_artifacts_are_refused_clearly_or_read_whole(originals, tmp_path
         "cases": CASES,
         "outcomes": dict(sorted(outcomes.items())),
         "by_kind": {f"{kind}: {outcome}": n for (kind, outcome), n in sorted(by_kind.items())},
+        "by_mutation": {
+            f"{kind}: {outcome}": n for (kind, outcome), n in sorted(by_mutation.items())
+        },
         "accepted": accepted,
     }
     print(json.dumps(report, indent=2))  # shown with -s: the counts the closing note quotes

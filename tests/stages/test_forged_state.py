@@ -118,6 +118,7 @@ def test_a_model_json_that_is_no_listing_is_refused(checkpoint, refused):
     replace_member(checkpoint, "model.json", b'{"format_version": 1, "files": []}')
     refused(
         checkpoint,
-        f"{checkpoint / 'model.json'} does not load as a model manifest: it lists the sha256 of "
-        "config.json, tokenizer.json, model.safetensors, and nothing else",
+        f"{checkpoint / 'model.json'} does not load as a model manifest: it holds its "
+        "format_version and the sha256 of config.json, tokenizer.json, model.safetensors, and "
+        "nothing else",
     )

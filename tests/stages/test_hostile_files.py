@@ -13,7 +13,7 @@ import resource
 import shutil
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -50,12 +50,12 @@ def special(kind: str, path: Path) -> Path:
         os.mkfifo(path)
     else:
         listening = socket.socket(socket.AF_UNIX)
-        listening.bind(str(path))  # stays bound while the test runs: closed with the process
-        special.sockets.append(listening)
+        listening.bind(str(path))
+        LISTENING.append(listening)  # bound while the tests run, closed with the process
     return path
 
 
-special.sockets = []
+LISTENING: list[socket.socket] = []
 KINDS = ["a FIFO", "a character device", "a socket"]
 
 
@@ -191,9 +191,8 @@ def test_a_timing_file_that_is_a_link_is_refused(
     target.write_text("kept\n")
     timing = tmp_path / "timing.csv"
     timing.symlink_to(target)
-    args: Callable = train_args
     assert_refused_in_process(
-        *args(dropout_model, training_data.corpus, tmp_path / "run", 2, {"--timing": timing}),
+        *train_args(dropout_model, training_data.corpus, tmp_path / "run", 2, {"--timing": timing}),
         sentence=f"{timing} is a symbolic link; Zrodlo appends records only to regular files, "
         "never through a link",
     )

@@ -161,3 +161,19 @@ def test_a_model_directory_without_its_manifest_is_refused(
         sentence=f"{model} holds no model.json, which lists the sha256 of its files; a model "
         "directory is written by zrodlo model init or by zrodlo model train",
     )  # fmt: skip
+
+
+def test_a_manifest_holding_a_key_zrodlo_never_writes_is_refused(
+    tmp_path, training_data, assert_refused_in_process
+):
+    # Found by the long fuzz sweep: model.json is covered by no digest of its own, so an added key
+    # was read past.
+    model = Path(shutil.copytree(training_data.model, tmp_path / "model"))
+    listing = json.loads((model / "model.json").read_text())
+    (model / "model.json").write_text(json.dumps({**listing, "unknown_field": 1}))
+    assert_refused_in_process(
+        "model", "sample", "--model", model, "--seed", 1,
+        sentence=f"{model / 'model.json'} does not load as a model manifest: it holds its "
+        "format_version and the sha256 of config.json, tokenizer.json, model.safetensors, and "
+        "nothing else",
+    )  # fmt: skip

@@ -139,12 +139,13 @@ def parse_listing(file: Path, data: bytes | memoryview) -> dict[str, str]:
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not (
         isinstance(files, dict)
+        and sorted(manifest) == ["files", "format_version"]
         and sorted(files) == sorted(MODEL_FILES)
         and all(isinstance(digest, str) for digest in files.values())
     ):
         raise Refusal(
-            f"{file} does not load as a model manifest: it lists the sha256 of "
-            f"{', '.join(MODEL_FILES)}, and nothing else"
+            f"{file} does not load as a model manifest: it holds its format_version and the "
+            f"sha256 of {', '.join(MODEL_FILES)}, and nothing else"
         )
     if manifest.get("format_version") != MODEL_FORMAT:
         raise Refusal(
