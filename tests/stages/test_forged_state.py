@@ -86,6 +86,7 @@ def test_a_parameter_never_updated_with_moments_is_refused(checkpoint, refused):
     ("change", "sentence"),
     [
         ({"run": ""}, "{file} names no run it belongs to; the checkpoint is incomplete"),
+        ({"notes": "mine"}, '{file} records "notes", which no checkpoint of format 2 holds'),
         ({"run": "run-1"}, '{file} records run "run-1", which is no sha256 digest'),
         ({"corpus_digest": "x"}, '{file} records corpus_digest "x", which is no sha256 digest'),
         (

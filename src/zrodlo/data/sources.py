@@ -29,16 +29,18 @@ from zrodlo.storage.outputs import check_new_file, new_file
 from zrodlo.storage.refusal import Refusal
 
 TABLE_SUFFIXES = {".parquet": "Parquet", ".csv": "CSV"}
+EVERY = Selection()  # every document, none skipped
 
 
 def folder_documents(
-    folder: Path, selection: Selection, imported: Imported
+    folder: Path, selection: Selection = EVERY, imported: Imported | None = None
 ) -> Iterator[tuple[str, str]]:
     """Every file under a folder that `selection` takes, id = its path relative to the folder (with
     /), in id order; `imported` counts what was left out and skipped.
 
     Hidden files and folders (names starting with a dot) are skipped.
     """
+    imported = Imported() if imported is None else imported
     files = sorted(
         (path.relative_to(folder).as_posix(), path)
         for path in folder.rglob("*")
@@ -75,11 +77,12 @@ def table_documents(
     table: Path,
     id_column: str,
     text_column: str,
-    selection: Selection,
-    imported: Imported,
+    selection: Selection = EVERY,
+    imported: Imported | None = None,
 ) -> Iterator[tuple[str, str]]:
     """Rows of a Parquet or CSV table that `selection` takes, streamed in record batches; ids may
     be strings or integers; `imported` counts what was left out and skipped."""
+    imported = Imported() if imported is None else imported
     kind = TABLE_SUFFIXES[table.suffix.lower()]
     try:
         batches = _table_batches(table, kind, id_column, text_column)
@@ -206,7 +209,11 @@ def _check_columns(table: Path, names: list[str], id_column: str, text_column: s
 
 
 def source_documents(
-    source: Path, id_column: str, text_column: str, selection: Selection, imported: Imported
+    source: Path,
+    id_column: str,
+    text_column: str,
+    selection: Selection = EVERY,
+    imported: Imported | None = None,
 ) -> Iterator[tuple[str, str]]:
     """The documents of a folder or a table, chosen by what `source` is and by `selection`, which
     `imported` counts."""

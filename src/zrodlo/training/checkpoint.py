@@ -61,8 +61,22 @@ def read_model_and_record(path: Path) -> tuple[Model, dict | None]:
     check_readable(path)
     if (path / TRAINER_FILE).exists():
         record, files = read_verified(path)
-        return model_from_files(path, files), record
+        model = model_from_files(path, files)
+        _check_listing(path, record, files)
+        return model, record
     return read_model_directory(path), None
+
+
+def _check_listing(path: Path, record: dict, files: dict[str, memoryview]) -> None:
+    """A checkpoint's model.json, checked as in a model directory: it must list what trainer.json
+    lists."""
+    for name, digest in parse_listing(path / LISTING_FILE, files[LISTING_FILE]).items():
+        if digest != record["files"][name]:
+            raise Refusal(
+                f"{path / LISTING_FILE} records {digest} as the sha256 of {name}, and "
+                f"{path / TRAINER_FILE} records {record['files'][name]}; the checkpoint was "
+                "altered after it was written"
+            )
 
 
 def write_checkpoint(
@@ -112,14 +126,7 @@ def read_checkpoint(path: Path) -> Checkpoint:
     model = model_from_files(path, files)
     if model.tokenizer.digest != record["tokenizer_digest"]:  # seed 000's sentence comes first
         raise Refusal(f"{path / TOKENIZER_FILE} is not the tokenizer {path} was trained with")
-    # model.json is checked as in a model directory, and must list what trainer.json lists.
-    for name, digest in parse_listing(path / LISTING_FILE, files[LISTING_FILE]).items():
-        if digest != record["files"][name]:
-            raise Refusal(
-                f"{path / LISTING_FILE} records {digest} as the sha256 of {name}, and "
-                f"{path / TRAINER_FILE} records {record['files'][name]}; the checkpoint was "
-                "altered after it was written"
-            )
+    _check_listing(path, record, files)
     optimizer_state = tensorfile.parse(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
     return Checkpoint(model, optimizer_state, record)
 

@@ -24,6 +24,11 @@ OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_FORMAT = 2
 # What a checkpoint records of where its run came from; a resumed run records the same.
 PROVENANCE = ("run", "seed", "corpus_digest", "tokenizer_digest")
+# Every key a record of this format holds.
+RECORD_KEYS = {
+    "format_version", "generator", *PROVENANCE, "hyperparameters", "environment", "step", "files",
+    "record_sha256",
+}  # fmt: skip
 MAX_THREADS = (
     1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
 )
@@ -85,6 +90,12 @@ def _check_record_fields(file: Path, record: dict) -> None:
         raise Refusal(
             f"{file} records step {json.dumps(step)}; a checkpoint's step is a whole number of "
             "1 or more"
+        )
+    unknown = sorted(set(record) - RECORD_KEYS)
+    if unknown:
+        raise Refusal(
+            f"{file} records {json.dumps(unknown[0])}, which no checkpoint of format "
+            f"{TRAINER_FORMAT} holds"
         )
     _check_provenance(file, record)
 
