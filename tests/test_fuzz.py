@@ -336,7 +336,8 @@ def _rewrite_json(path: Path, change: Callable[[dict], None], digest_key: str | 
 
 def _list(files_key: str, name: str, sha: str | None) -> Callable[[dict], None]:
     def change(value: dict) -> None:
-        if isinstance(value.get(files_key), dict) and sha is not None:
+        # Only a file the listing lists: model.json lists no optimizer state.
+        if isinstance(value.get(files_key), dict) and sha is not None and name in value[files_key]:
             value[files_key][name] = sha
 
     return change
