@@ -193,11 +193,12 @@ def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -
             "--micro-batch-size or --context, or run on a device with more memory"
         )
     indices = plan.batch_size * 8  # (B,) int64: the step's window indices, drawn at once
-    if indices > memory_of(torch.device("cpu")):
+    host = memory_of(torch.device("cpu"))
+    if indices > host:
         raise Refusal(
             f"a step of {plan.batch_size:,} windows draws {indices / 2**30:,.1f} GiB of window "
-            f"indices at once, more than the {memory_of(torch.device('cpu')) / 2**30:,.1f} GiB of "
-            "memory this machine has; lower --batch-size"
+            f"indices at once, more than the {host / 2**30:,.1f} GiB of memory this machine has; "
+            "lower --batch-size"
         )
 
 
