@@ -21,6 +21,7 @@ from zrodlo.stages import (
     report,
     resume,
     sample,
+    schedule,
     split,
     tokenizer,
     train,
@@ -55,7 +56,9 @@ checkpoint_group = typer.Typer(help="Checkpoints: resume and compare runs.", no_
 app.add_typer(corpus_group, name="corpus")
 app.add_typer(model_group, name="model")
 app.add_typer(checkpoint_group, name="checkpoint")
-pipeline_group = typer.Typer(help="The DVC pipeline: its params.", no_args_is_help=True)
+pipeline_group = typer.Typer(
+    help="The DVC pipeline: its params, checked and turned into flags.", no_args_is_help=True
+)
 app.add_typer(pipeline_group, name="pipeline")
 
 documents_group.command("torch-docs", epilog=documents.TORCH_DOCS_EXAMPLE)(documents.torch_docs)
@@ -73,6 +76,7 @@ checkpoint_group.command("resume", epilog=resume.EXAMPLE)(resume.resume)
 checkpoint_group.command("diff", epilog=diff.EXAMPLE)(diff.diff)
 app.command("report", epilog=report.EXAMPLE)(report.report)
 pipeline_group.command("check", epilog=pipeline.EXAMPLE)(pipeline.check)
+pipeline_group.command("schedule", epilog=schedule.EXAMPLE)(schedule.schedule)
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ def check(
     ),
 ) -> None:
     """Refuse params whose sections do not make a pipeline that can finish, naming the params."""
-    from zrodlo.pipeline import check_params
+    from zrodlo.pipeline.check import check_params
 
     rules = check_params(params, output)
     typer.echo(f"{params}: the sections agree ({len(rules)} rules held)")

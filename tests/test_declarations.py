@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from zrodlo.model.config import ModelConfig, options_of
+from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.training.plan import RunPlan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,6 +20,10 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 STAGES = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
 # Where a run computes, which no result depends on: params, but no hyperparameters.
 COMPUTE = {"device", "processes", "threads"}
+# The schedule's shares of train.steps, which `zrodlo pipeline schedule` turns into the flags it
+# prints for the train stage's command ($schedule there).
+SHARES = {"warmup", "decay"}
+SCHEDULED = set(schedule_steps({"steps": 10, "warmup": 0, "decay": 0}))
 FLAG = re.compile(r"(--[a-z0-9-]+)(?: (\$\{[a-z_.]+\}|[^ -]\S*))?")
 
 
@@ -33,7 +38,7 @@ def options(declaration: type) -> set[str]:
 
 @pytest.mark.parametrize(
     ("stage", "section", "declaration", "extra"),
-    [("train", "train", RunPlan, COMPUTE), ("init", "init", ModelConfig, {"seed"})],
+    [("train", "train", RunPlan, COMPUTE | SHARES), ("init", "init", ModelConfig, {"seed"})],
 )
 def test_params_and_the_stage_command_follow_the_declaration(stage, section, declaration, extra):
     declared = options(declaration)
@@ -44,6 +49,8 @@ def test_params_and_the_stage_command_follow_the_declaration(stage, section, dec
         if value is not None and value.startswith("${"):
             assert value == f"${{{section}.{name}}}", (flag, value)
     reached = {flag[2:].replace("-", "_") for flag in flags}
+    if "$schedule" in STAGES[stage]["cmd"]:
+        reached |= SCHEDULED | SHARES
     assert declared | (set(PARAMS[section]) & extra) <= reached, "a declared option the stage drops"
 
 

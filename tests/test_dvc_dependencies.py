@@ -8,6 +8,7 @@ other modules, at the top of a module or inside a function.
 from __future__ import annotations
 
 import ast
+import re
 import shlex
 from pathlib import Path
 
@@ -85,7 +86,8 @@ def commands(cmd: str) -> list[list[str]]:
     """The `zrodlo` commands in a stage's cmd, each as its command words (without flags)."""
     found = []
     for part in cmd.split("&&"):
-        words = shlex.split(part)
+        # A command whose output the next one reads: `flags=$(zrodlo pipeline schedule ...)`.
+        words = shlex.split(re.sub(r"^\s*\w+=\$\((.*)\)\s*$", r"\1", part))
         assert words[0] == "zrodlo", cmd
         found.append([word for word in words[1:3] if not word.startswith("-")])
     return found

@@ -33,9 +33,8 @@ ENV = {
 TINY = {
     "init": {"layers": 1, "heads": 2, "d_model": 32, "d_ff": 64, "positions": 32},
     "train": {
-        "steps": 8, "context": 33, "batch_size": 4, "micro_batch_size": 2, "warmup_steps": 2,
-        "stable_steps": 2, "decay_steps": 4, "eval_every": 4, "checkpoint_every": 2,
-        "threads": 1,
+        "steps": 8, "context": 33, "batch_size": 4, "micro_batch_size": 2, "warmup": 0.25,
+        "decay": 0.5, "eval_every": 4, "checkpoint_every": 2, "threads": 1,
     },
     "resume": {"before_end": 2},  # with checkpoints every 2 steps, the older of the two kept
     "report": {"sample_tokens": 20},
@@ -114,6 +113,18 @@ def test_a_forced_rerun_of_every_stage_leaves_dvc_lock_as_it_was(baseline, tmp_p
 def test_an_experiment_with_more_or_fewer_steps_reruns_and_resumes_exactly(experiments, name):
     ran = stages_run(experiments[name])
     assert ran == ["pipeline", "train", "resume", "evaluate", "report"], experiments[name]
+
+
+def test_the_schedule_of_an_experiment_follows_its_steps(experiments, baseline):
+    """train.warmup and train.decay are shares of train.steps: the 6-step experiment left in the
+    workspace warms up over 1 update, decays over 3 and ends at the minimum rate."""
+    hyperparameters = json.loads((baseline / "run" / "run.json").read_text())["hyperparameters"]
+    schedule = {
+        key: hyperparameters[key] for key in ("warmup_steps", "stable_steps", "decay_steps")
+    }
+    assert schedule == {"warmup_steps": 1, "stable_steps": 2, "decay_steps": 3}
+    rates = [row.split(",")[2] for row in (baseline / "run" / "steps.csv").read_text().splitlines()]
+    assert float(rates[-1]) == hyperparameters["min_learning_rate"]
 
 
 def test_exp_show_lists_both_experiments_with_their_params_and_metrics(experiments, baseline):

@@ -17,6 +17,7 @@ import typer
 
 from zrodlo import api
 from zrodlo.stages.cli import app
+from zrodlo.training.schedule import ScheduleWarning
 
 STEPS = 4
 # The conftest's TRAIN_FLAGS as keywords, on one thread like the command below.
@@ -34,7 +35,7 @@ COMMANDS = {
     ("model", "init"): api.init, ("model", "train"): api.train, ("model", "evaluate"): api.evaluate,
     ("model", "sample"): api.sample, ("model", "export"): api.export,
     ("checkpoint", "resume"): api.resume, ("checkpoint", "diff"): api.diff, ("report",): api.report,
-    ("pipeline", "check"): api.check_params,
+    ("pipeline", "check"): api.check_params, ("pipeline", "schedule"): api.schedule_flags,
 }  # fmt: skip
 # What only the command line has: how it prints (--json), and a run's progress, which the API
 # takes as a function.
@@ -109,6 +110,25 @@ def test_train_and_resume_write_the_runs_the_commands_write(
     for name in ("model.safetensors", "optimizer.safetensors"):
         ours, theirs = tmp_path / "resumed" / "step-4" / name, by_command / "step-4" / name
         assert ours.read_bytes() == theirs.read_bytes()
+
+
+@pytest.mark.parametrize("processes", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_a_schedule_that_ends_after_the_run_is_warned_as_such(
+    training_data, dropout_model, processes, tmp_path, monkeypatch
+):
+    """The ScheduleWarning reaches the caller as itself, from worker processes too, so that a
+    script can filter it as any warning."""
+    monkeypatch.delenv("PYTHONWARNINGS")  # the workers' filter (conftest.py), taken off
+    sentence = (
+        f"the learning-rate schedule ends after update 12 (--warmup-steps 2, --decay-steps 10), "
+        f"and --steps is {STEPS}: the rate never reaches --min-learning-rate 0.001; the run goes on"
+    )
+    with pytest.warns(ScheduleWarning) as heard:
+        api.train(
+            dropout_model, training_data.corpus, tmp_path / "run", device="cpu", threads=1,
+            processes=processes, **PLAN,
+        )  # fmt: skip
+    assert [str(warning.message) for warning in heard] == [sentence]
 
 
 @pytest.mark.slow

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zrodlo.pipeline import check_params
+from zrodlo.pipeline.check import check_params
+from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.storage.refusal import Refusal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +44,7 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
         params = params_with(
             tmp_path,
             train={"steps": steps, "checkpoint_every": every, "keep_checkpoints": 2,
-                   "warmup_steps": 0, "stable_steps": 0, "decay_steps": 1},
+                   "warmup": 0, "decay": 1},
             resume={"before_end": before_end},
         )  # fmt: skip
         expected = steps - before_end in kept_checkpoints(steps, every, 2)
@@ -77,6 +78,13 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
          "resume.before_end 100 has the resume stage continue step-150, and with train.steps 250, "
          "train.checkpoint_every 100 and train.keep_checkpoints 2 the train stage keeps step-200, "
          "step-250; set resume.before_end to 50"),
+        ({"train": {"warmup": 1.5}},
+         "train.warmup is 1.5; it is a share of train.steps, a number from 0 to 1"),
+        ({"train": {"decay": "half"}},
+         "train.decay is half; it is a share of train.steps, a number from 0 to 1"),
+        ({"train": {"warmup": 0.6, "decay": 0.5}},
+         "train.warmup 0.6 and train.decay 0.5 add up to more than train.steps; the decay ends "
+         "at the last step"),
     ],
 )  # fmt: skip
 def test_a_refusal_names_the_params(tmp_path, changes, sentence):
@@ -84,3 +92,25 @@ def test_a_refusal_names_the_params(tmp_path, changes, sentence):
         check_params(params_with(tmp_path, **changes), tmp_path / "rules.txt")
     assert refused.value.sentence == sentence
     assert not (tmp_path / "rules.txt").exists()
+
+
+@pytest.mark.parametrize("steps", [1, 7, 200, 999, 1000, 12_345])
+@pytest.mark.parametrize(("warmup", "decay"), [(0.1, 0.5), (0, 1), (0.05, 0.95), (0.3, 0)])
+def test_the_schedule_follows_the_steps_and_its_decay_ends_at_the_last(steps, warmup, decay):
+    """Shares of train.steps, rounded down to whole updates, the stable ones filling the rest: any
+    train.steps keeps the schedule's shape, and the rate reaches its end at the last step."""
+    flags = schedule_steps({"steps": steps, "warmup": warmup, "decay": decay})
+    assert sum(flags.values()) == steps
+    assert flags["warmup_steps"] == int(steps * warmup + 1e-9)
+    assert flags["decay_steps"] == int(steps * decay + 1e-9)
+    assert min(flags.values()) >= 0
+
+
+def test_the_committed_schedule_is_the_one_the_default_run_always_had():
+    """0.1 and 0.5 of 1,000 steps: the 100, 400 and 500 updates the default run trained with
+    before the schedule followed the steps (the decimal, not the float nearest it, is rounded)."""
+    train = yaml.safe_load((ROOT / "params.yaml").read_text())["train"]
+    assert schedule_steps(train) == {"warmup_steps": 100, "stable_steps": 400, "decay_steps": 500}
+    assert schedule_steps({**train, "steps": 200}) == {
+        "warmup_steps": 20, "stable_steps": 80, "decay_steps": 100,
+    }  # fmt: skip

@@ -287,6 +287,42 @@ def test_rates_follow_the_schedule_through_its_boundaries(kept_run):
     assert rates[3] == 0.001
 
 
+@pytest.mark.parametrize(
+    ("changes", "sentence"),
+    [
+        (
+            {"warmup_steps": 1, "stable_steps": 1, "decay_steps": 4},
+            "the learning-rate schedule ends after update 6 (--warmup-steps 1, --stable-steps 1, "
+            "--decay-steps 4), and --steps is 3: the rate never reaches --min-learning-rate "
+            "0.001; the run goes on",
+        ),
+        (
+            {"warmup_steps": 5, "decay_steps": None, "decay_shape": None,
+             "min_learning_rate": None},
+            "the learning-rate schedule ends after update 5 (--warmup-steps 5), and --steps is "
+            "3: the rate never reaches --learning-rate 0.01; the run goes on",
+        ),
+    ],
+)  # fmt: skip
+def test_a_schedule_that_ends_after_the_last_step_is_warned_before_the_first(
+    training_data, tmp_path, changes, sentence
+):
+    """Seed 001 allows a schedule longer than the run; the run says so before it trains, and
+    trains (the kept run, whose schedule ends at its last step, warns of nothing)."""
+    schedule = {"decay_shape": "cosine", "min_learning_rate": 0.001, **changes}
+    args = training_args(training_data, tmp_path / "run", steps=3, **schedule)
+    heard = {name: value for name, value in ONE_THREAD.items() if name != "PYTHONWARNINGS"}
+    completed = subprocess.run(
+        [str(ZRODLO), *map(str, args)], cwd=tmp_path, env=heard, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    lines = completed.stdout.splitlines()
+    assert completed.returncode == 0, completed.stdout
+    assert lines[0] == f"warning: {sentence}"
+    assert [line.split()[1] for line in lines[1:4]] == ["1/3", "2/3", "3/3"]
+    assert (tmp_path / "run" / "step-3").is_dir()
+
+
 def test_shuffled_steps_read_each_pass_in_the_order_drawn_from_seed_and_pass(kept_run):
     output, _ = kept_run
     orders = [window_order(8, p, seed=3, shuffle=True) for p in (0, 1)]

@@ -32,7 +32,10 @@ from typing import Any
 from zrodlo.storage.refusal import LOST_CONTACT_STATUS, QUIET_ON_LOST_CONTACT, Refusal
 from zrodlo.training.environment import EnvironmentWarning
 from zrodlo.training.records import Progress, StepRecord
+from zrodlo.training.schedule import ScheduleWarning
 
+# The warnings a run gives, by the name a worker sends with each.
+NOTICES = {category.__name__: category for category in (EnvironmentWarning, ScheduleWarning)}
 CHANNEL = "ZRODLO_REPORT_TO"  # host:port of the caller's socket, and its key in hex after a space
 
 
@@ -129,7 +132,8 @@ class _Report:
                 elif kind == "step" and on_step is not None:
                     on_step(StepRecord(**values[0]))
                 elif kind == "warning":
-                    warnings.warn(values[0], EnvironmentWarning, stacklevel=1)
+                    category = NOTICES.get(values[1], UserWarning)
+                    warnings.warn(values[0], category, stacklevel=1)
                 elif kind == "refusal":
                     self.refusal = values[0]
                 elif kind == "written":

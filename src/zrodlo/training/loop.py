@@ -27,7 +27,7 @@ from zrodlo.training.checkpoint import (
     checkpoints_in,
     write_checkpoint,
 )
-from zrodlo.training.environment import EnvironmentWarning, environment
+from zrodlo.training.environment import environment
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import RunLog, StepRecord
 from zrodlo.training.rundir import RUN_FORMAT, claim, run_identity
@@ -80,7 +80,7 @@ def run_updates(
     continues: dict[str, str] | None = None,
     timing: Path | None = None,
     corpus: Corpus | None = None,
-    notices: list[str] | None = None,
+    notices: list[Warning] | None = None,
 ) -> list[Path]:
     """Run updates done..plan.steps-1, writing checkpoints into `output`; return those written.
 
@@ -113,8 +113,8 @@ def run_updates(
                 raise
         if not ranks.agree(True):
             raise Refusal(f"process 0 refused to write into {output}, and said why")
-        for notice in notices or []:
-            warnings.warn(notice, EnvironmentWarning, stacklevel=3)
+        for notice in notices if ranks.leads and notices else []:
+            warnings.warn(notice, stacklevel=3)
         records = _Records(output, done, timing, continues, read) if ranks.leads else None
         try:
             for n in range(done, plan.steps):

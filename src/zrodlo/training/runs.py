@@ -19,7 +19,7 @@ from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.device import resolve_device
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_checkpoint, read_model
-from zrodlo.training.environment import match_environment
+from zrodlo.training.environment import EnvironmentWarning, match_environment
 from zrodlo.training.launch import launched, run_workers
 from zrodlo.training.loop import check_held_out, fresh_provenance, open_held_out, run_updates
 from zrodlo.training.plan import RunPlan
@@ -33,6 +33,7 @@ from zrodlo.training.ranks import (
 )
 from zrodlo.training.record import recorded_plan
 from zrodlo.training.records import Progress, StepRecord
+from zrodlo.training.schedule import ScheduleWarning
 from zrodlo.training.score import check_data
 from zrodlo.training.step import Trainer
 
@@ -40,6 +41,11 @@ from zrodlo.training.step import Trainer
 def quiet(done: int, steps: int) -> AbstractContextManager[Callable[[StepRecord], None]]:
     """The progress of a run that shows none."""
     return nullcontext(lambda record: None)
+
+
+def _schedule_notices(plan: RunPlan) -> list[Warning]:
+    unfinished = plan.schedule.unfinished(plan.steps)
+    return [ScheduleWarning(unfinished)] if unfinished else []
 
 
 def train(
@@ -62,7 +68,8 @@ def train(
     `processes` processes share each step (started here, or already by torchrun), each computing on
     `threads` threads, which the weights depend on (torch's own default where None); `timing` is
     the file the step times go to, if not the run directory's timing.csv. Returns the checkpoints
-    written (none in a process of torchrun's other than process 0)."""
+    written (none in a process of torchrun's other than process 0). A schedule that ends after
+    the last step is warned of with a `ScheduleWarning`, before the first."""
     checked = RunPlan(**plan)
     checked.validate()
     check_threads(threads)
@@ -88,7 +95,7 @@ def train(
     with progress(0, checked.steps) if ranks.leads else quiet(0, checked.steps) as on_step:
         written = run_updates(
             trainer, checked, 0, output, start, provenance, held_out, on_step,
-            timing=timing, corpus=data,
+            timing=timing, corpus=data, notices=_schedule_notices(checked),
         )  # fmt: skip
     return written if ranks.leads else []
 
@@ -113,7 +120,8 @@ def resume(
     thread count, writing checkpoints into `output`; the run equals the uninterrupted one.
 
     Returns the checkpoints written. A resume on another torch version, processor or GPU warns
-    with an `EnvironmentWarning` and goes on."""
+    with an `EnvironmentWarning` and goes on, and one whose schedule ends after `steps` with a
+    `ScheduleWarning`."""
     if processes != 1 and not launched():
         check_processes(processes)
         request = {
@@ -153,6 +161,6 @@ def resume(
         written = run_updates(
             trainer, plan, done, output, state.model, state.provenance, held_out, on_step,
             continues=record["files"], timing=timing, corpus=data,
-            notices=reasons if ranks.leads else [],
+            notices=[EnvironmentWarning(reason) for reason in reasons] + _schedule_notices(plan),
         )  # fmt: skip
     return written if ranks.leads else []

@@ -24,6 +24,11 @@ from zrodlo.storage.refusal import Refusal, shown
 DECAY_SHAPES = ("cosine", "linear")
 
 
+class ScheduleWarning(UserWarning):
+    """A schedule that ends after the run's last step: seed 001 allows it, and the run says so
+    before its first step, since the rate then never reaches the end it was given."""
+
+
 def check_learning_rate(learning_rate: float) -> None:
     """Refuse a peak rate that is not a positive finite number (seed 001's first sentence)."""
     if not (math.isfinite(learning_rate) and learning_rate > 0):
@@ -92,6 +97,24 @@ class Schedule:
         _check_count("--warmup-steps", self.warmup_steps)
         _check_count("--stable-steps", self.stable_steps)
         _check_count("--decay-steps", self.decay_steps)
+
+    def unfinished(self, steps: int) -> str | None:
+        """What a run of `steps` updates should hear when this schedule ends after its last
+        update (None when it ends within it)."""
+        given = [("--warmup-steps", self.warmup_steps)]
+        if self.decay_steps is None:
+            end, target = self.warmup_steps, ("--learning-rate", self.learning_rate)
+        else:
+            given += [("--stable-steps", self.stable_steps), ("--decay-steps", self.decay_steps)]
+            end = self.warmup_steps + (self.stable_steps or 0) + self.decay_steps
+            target = ("--min-learning-rate", self.min_learning_rate)
+        if end <= steps:
+            return None
+        flags = ", ".join(f"{flag} {value}" for flag, value in given if value is not None)
+        return (
+            f"the learning-rate schedule ends after update {end} ({flags}), and --steps is "
+            f"{steps}: the rate never reaches {target[0]} {shown(target[1])}; the run goes on"
+        )
 
     def rate(self, update: int) -> float:
         """The learning rate of 0-based update `update` (the one that produces step update+1)."""

@@ -68,7 +68,9 @@ def _progress_to(channel: Connection) -> Callable:
 def _warnings_to(channel: Connection) -> Iterator[None]:
     """The run's warnings sent to the caller, which shows them, instead of shown here."""
     shown = warnings.showwarning
-    warnings.showwarning = lambda message, *rest, **named: send(channel, "warning", str(message))
+    warnings.showwarning = lambda message, category, *rest, **named: send(
+        channel, "warning", str(message), category.__name__
+    )
     try:
         yield
     finally:

@@ -9,17 +9,15 @@ experiment that could not finish is refused before it trains.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from zrodlo.data.pools import check_shares
 from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
-from zrodlo.storage.inputs import read_input
+from zrodlo.pipeline.params import read_params
+from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
@@ -29,7 +27,8 @@ from zrodlo.training.plan import RunPlan
 RULES = (
     "splits: shares of held-out documents that leave documents to train on",
     "init: a model configuration model init accepts",
-    "train: a plan model train accepts, with --shuffle as the stage passes it",
+    "train.warmup and train.decay: shares of train.steps that add up to 1 at most",
+    "train: a plan model train accepts, with --shuffle and the schedule as the stage passes them",
     "train.context - 1 at most init.positions",
     "train.processes divides the micro-batches of a step",
     "resume.before_end names a checkpoint the train stage writes and keeps",
@@ -43,7 +42,7 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
     params; with `output`, write the rules checked there. Returns the rules."""
     if output is not None:
         check_replaceable(output)
-    sections = _read(params)
+    sections = read_params(params)
     for name in ("splits", "init", "train", "resume", "report"):
         if not isinstance(sections.get(name), dict):
             raise Refusal(f"{params} has no section {name}; the pipeline's stages read it")
@@ -53,6 +52,7 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
     _as_params("init", lambda: ModelConfig(vocab_size=1, **shape).validate())
     _as_params("init", lambda: check_seed(init["seed"]))
     values = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
+    values.update(schedule_steps(train))
     plan = _as_params("train", lambda: RunPlan(**values, shuffle=True))
     _as_params("train", plan.validate)
     if train["context"] - 1 > init["positions"]:
@@ -123,15 +123,3 @@ def _as_params(section: str, check: Any) -> Any:
         ) from None
     except (KeyError, TypeError) as error:
         raise Refusal(f"params.yaml section {section} cannot be read: {error}") from None
-
-
-def _read(params: Path) -> dict:
-    try:
-        data = yaml.safe_load(read_input(params))
-    except OSError as error:
-        raise Refusal(f"{params} cannot be read: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise Refusal(f"{params} is not YAML: {' '.join(str(error).split())}") from None
-    if not isinstance(data, dict):
-        raise Refusal(f"{params} holds {json.dumps(data)[:40]}, not the sections of the pipeline")
-    return data

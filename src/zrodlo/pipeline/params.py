@@ -1,0 +1,24 @@
+"""Reading params.yaml: the sections of the pipeline, or a sentence that says why not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from zrodlo.storage.inputs import read_input
+from zrodlo.storage.refusal import Refusal
+
+
+def read_params(params: Path) -> dict:
+    """The sections params.yaml holds, as a dict."""
+    try:
+        data = yaml.safe_load(read_input(params))
+    except OSError as error:
+        raise Refusal(f"{params} cannot be read: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise Refusal(f"{params} is not YAML: {' '.join(str(error).split())}") from None
+    if not isinstance(data, dict):
+        raise Refusal(f"{params} holds {json.dumps(data)[:40]}, not the sections of the pipeline")
+    return data
