@@ -4,7 +4,7 @@ from nothing, on a copy of the repository.
 Every output the committed dvc.lock records is removed from a new copy of the tracked files, and
 `dvc repro` runs every stage with the committed params. Then:
   (a) dvc.lock comes out byte for byte as committed, and so does every report git tracks
-      (reports/metrics.json, resume.json, report.md and the charts);
+      (reports/metrics.json, evaluation.json, resume.json, report.md and the charts);
   (b) the resumed run equals the uninterrupted one (reports/resume.json says so);
   (c) `dvc status` is clean and a second `dvc repro` runs no stage.
 Matrix products are rounded by the kernels torch and its math library pick for the processor, and
@@ -47,6 +47,7 @@ EXACT_EVERYWHERE = (
 REPORTS = (
     "pipeline.txt",
     "metrics.json",
+    "evaluation.json",
     "resume.json",
     "report.md",
     "loss.png",

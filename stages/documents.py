@@ -27,7 +27,9 @@ def torch_docs(
 
 def import_documents(
     source: Path = typer.Option(
-        ..., help="A folder of UTF-8 text files (id = relative path), or a .parquet or .csv table."
+        ...,
+        help="A folder of UTF-8 text files (id = relative path), a documents file (.jsonl), or a "
+        ".parquet or .csv table.",
     ),
     output: Path = typer.Option(..., help="The documents file (JSONL) to write; must not exist."),
     id_column: str = typer.Option("id", help="The table column that holds each document's id."),
@@ -48,6 +50,11 @@ def import_documents(
     skip_undecodable: bool = typer.Option(
         False, help="Skip files of the folder that are not UTF-8 instead of refusing them."
     ),
+    skipped: Path | None = typer.Option(
+        None,
+        help="List the skipped documents in this file, written even when none is skipped; "
+        "<output>.skipped.jsonl, only when some are, if left out.",
+    ),
 ) -> None:
     """Turn a folder of text files or a Parquet/CSV table into a documents file; skipped documents
     are listed beside it, in <output>.skipped.jsonl."""
@@ -55,8 +62,9 @@ def import_documents(
     from zrodlo.data.sources import import_documents as write
 
     imported = write(
-        source, output, id_column, text_column, include, exclude, skip_empty, skip_undecodable
-    )
+        source, output, id_column, text_column, include, exclude, skip_empty, skip_undecodable,
+        skipped,
+    )  # fmt: skip
     said = f"wrote {output}: {imported.documents} documents from {source}"
     if imported.left_out:
         said += f"; {imported.left_out} left out by --include and --exclude"

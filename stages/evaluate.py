@@ -31,10 +31,17 @@ def evaluate(
         help="A training corpus whose character bigrams give a baseline score on the same windows.",
     ),
     output: Path | None = typer.Option(
-        None, help="Write the scores as JSON to this file (replaced if it exists)."
+        None,
+        help="Write the scores as JSON to this file, with the model, counts and digests they come "
+        "from (replaced if it exists).",
     ),
     device: str = options.DEVICE_OR_CPU,
     ordinal: int | None = options.ORDINAL,
+    metrics: Path | None = typer.Option(
+        None,
+        help="Write each corpus's scores alone (loss, perplexity, bits per character, bigram "
+        "loss) as JSON to this file, for dvc metrics (replaced if it exists).",
+    ),
 ) -> None:
     """Target-weighted loss (nats), perplexity and bits per character of each corpus."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
@@ -43,7 +50,7 @@ def evaluate(
 
     from zrodlo.evaluation.evaluate import evaluate as score
 
-    scores = score(model, corpus, context, batch_size, baseline, output, device, ordinal)
+    scores = score(model, corpus, context, batch_size, baseline, output, device, ordinal, metrics)
     table = Table(title=f"{model}: loss in nats per target, context {scores['model']['context']}")
     for column in COLUMNS:
         table.add_column(column, justify="left" if column == "corpus" else "right")

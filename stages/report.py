@@ -7,14 +7,17 @@ from pathlib import Path
 import typer
 
 EXAMPLE = (
-    "Example: zrodlo report --run run --metrics reports/metrics.json --corpora corpus --model "
+    "Example: zrodlo report --run run --metrics reports/evaluation.json --corpora corpus --model "
     "run/step-1000 --output reports"
 )
 
 
 def report(
     run: Path = typer.Option(..., help="The run directory whose steps.csv is charted."),
-    metrics: Path = typer.Option(..., help="The scores written by zrodlo model evaluate --output."),
+    metrics: Path = typer.Option(
+        ...,
+        help="The scores written by zrodlo model evaluate --output (with the counts and digests).",
+    ),
     corpora: Path = typer.Option(
         ..., help="The directory holding the prepared corpora, one directory per pool."
     ),

@@ -83,13 +83,14 @@ def stages() -> dict[str, dict]:
 
 
 def commands(cmd: str) -> list[list[str]]:
-    """The `zrodlo` commands in a stage's cmd, each as its command words (without flags)."""
+    """The `zrodlo` commands in a stage's cmd, each as its command words (without flags), wherever
+    the shell runs them: after `&&`, in `$(...)` or in a branch of an `if`."""
     found = []
-    for part in cmd.split("&&"):
-        # A command whose output the next one reads: `flags=$(zrodlo pipeline schedule ...)`.
-        words = shlex.split(re.sub(r"^\s*\w+=\$\((.*)\)\s*$", r"\1", part))
-        assert words[0] == "zrodlo", cmd
-        found.append([word for word in words[1:3] if not word.startswith("-")])
+    for part in re.split(r"&&|;|\$\(|\bthen\b|\belse\b", cmd):
+        words = shlex.split(part.strip().rstrip(")"))
+        if words and words[0] == "zrodlo":
+            found.append([word for word in words[1:3] if not word.startswith("-")])
+    assert found, cmd
     return found
 
 

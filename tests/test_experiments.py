@@ -127,17 +127,27 @@ def test_the_schedule_of_an_experiment_follows_its_steps(experiments, baseline):
     assert float(rates[-1]) == hyperparameters["min_learning_rate"]
 
 
-def test_exp_show_lists_both_experiments_with_their_params_and_metrics(experiments, baseline):
+def test_exp_show_lists_both_experiments_with_their_params_and_scores_alone(experiments, baseline):
+    """The metrics DVC shows are the scores of each pool and nothing else: no digests, counts or
+    provenance (reports/evaluation.json and reports/resume.json hold those, outside its metrics)."""
     shown = json.loads(dvc("exp", "show", "--json", cwd=baseline))
-    found = {}
+    found, metrics = {}, {}
     for commit in shown:
         for experiment in commit.get("experiments") or []:
             for revision in experiment.get("revs", []):
                 data = revision["data"]
                 params = data["params"]["params.yaml"]["data"]
-                resume = data["metrics"]["reports/resume.json"]["data"]
-                found[experiment["name"]] = (params["train"]["steps"], resume["equal"])
-    assert found == {"more": (12, True), "fewer": (6, True)}
+                found[experiment["name"]] = params["train"]["steps"]
+                metrics[experiment["name"]] = data["metrics"]
+    assert found == {"more": 12, "fewer": 6}
+    scores = {"loss", "perplexity", "bits_per_character", "bigram_loss"}
+    for name, files in metrics.items():
+        assert set(files) == {"reports/metrics.json"}, name
+        pools = files["reports/metrics.json"]["data"]
+        assert {pool: set(entry) for pool, entry in pools.items()} == {
+            pool: scores for pool in ("train", "validation", "test")
+        }, name
+    assert json.loads((baseline / "reports" / "resume.json").read_text())["equal"] is True
 
 
 def test_params_metrics_and_plots_diff_against_head(experiments, baseline, tmp_path):
@@ -145,7 +155,7 @@ def test_params_metrics_and_plots_diff_against_head(experiments, baseline, tmp_p
     steps = params["params.yaml"]["train.steps"]
     assert (steps["old"], steps["new"]) == (8, 6)
     metrics = json.loads(dvc("metrics", "diff", "HEAD", "--json", cwd=baseline))
-    assert "corpora.validation.loss" in metrics["reports/metrics.json"]
+    assert "validation.loss" in metrics["reports/metrics.json"]
     dvc("plots", "diff", "HEAD", "-o", tmp_path / "plots", cwd=baseline)
     page = (tmp_path / "plots" / "index.html").read_text()
     assert "Training and held-out loss" in page
@@ -156,6 +166,7 @@ def test_params_metrics_and_plots_diff_against_head(experiments, baseline, tmp_p
     [
         ("report", "sample_tokens", 30, {"pipeline", "report"}),
         ("resume", "before_end", 4, {"pipeline", "resume"}),
+        ("resume", "check", False, {"pipeline", "resume"}),
         ("init", "seed", 2, {"pipeline", "init"}),
         ("splits", "test", 0.2, {"pipeline", "splits"}),
     ],
@@ -201,6 +212,46 @@ def test_an_edit_of_document_code_reruns_no_stage_of_the_model(baseline, tmp_pat
         handle.write("# an edit\n")
     changed = set(json.loads(dvc("status", "--json", cwd=copy)))
     # The pipeline stage checks the params with the pools' own rules: it reruns, writes the same.
-    documents = {"pipeline", "documents", "splits", "split", "tokenizer"}
+    documents = {"pipeline", "torch-docs", "documents", "splits", "split", "tokenizer"}
     documents |= {f"prepare@{pool}" for pool in ("train", "validation", "test")}
     assert changed and changed <= documents, changed
+
+
+def test_the_resume_check_turned_off_continues_no_checkpoint(baseline, tmp_path):
+    """resume.check false, with steps whose resume checkpoint no run keeps: the pipeline runs,
+    and its resume stage trains nothing and says that it checked nothing."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    ran = dvc("exp", "run", "-S", "resume.check=false", "-S", "train.steps=7", cwd=copy)
+    assert stages_run(ran) == ["pipeline", "train", "resume", "evaluate", "report"], ran
+    assert json.loads((copy / "reports" / "resume.json").read_text()) == {"checked": False}
+    assert list((copy / "resumed").iterdir()) == []
+    assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+
+
+def test_your_own_documents_are_a_params_change_and_a_dependency(baseline, tmp_path):
+    """documents.source names a folder tracked with `dvc add`: the documents stage imports it
+    with the section's flags, the documents it skips are listed, and dvc.lock records the
+    folder's hash, so the data a run came from is versioned with it."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    texts = copy / "my_texts"
+    (texts / "notes").mkdir(parents=True)
+    sentence = "the quick brown fox jumps over the lazy dog, and the dog sleeps on. "
+    for i in range(30):
+        (texts / "notes" / f"{i:02d}.txt").write_text(f"note {i}: {sentence * (3 + i % 4)}")
+    (texts / "readme.md").write_text("# not taken")
+    (texts / "empty.txt").write_text("")
+    dvc("add", "my_texts", cwd=copy)
+    ran = dvc(
+        "exp", "run", "-S", "documents.source=my_texts", "-S", "documents.include=['*.txt']",
+        "-S", "documents.skip-empty=true", cwd=copy,
+    )  # fmt: skip
+    assert stages_run(ran)[:3] == ["pipeline", "documents", "splits"], ran
+    lines = (copy / "data" / "documents.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [f"notes/{i:02d}.txt" for i in range(30)]
+    skipped = (copy / "data" / "skipped.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in skipped] == [{"id": "empty.txt", "reason": "empty"}]
+    lock = yaml.safe_load((copy / "dvc.lock").read_text())
+    source = next(d for d in lock["stages"]["documents"]["deps"] if d["path"] == "my_texts")
+    added = yaml.safe_load((copy / "my_texts.dvc").read_text())["outs"][0]
+    assert source["md5"] == added["md5"] and source["md5"].endswith(".dir")
+    assert json.loads(dvc("status", "--json", cwd=copy)) == {}

@@ -1,5 +1,5 @@
 """The typed records the API returns name exactly the fields the files hold: corpus.json of the
-released fixture, and the metrics.json the default pipeline committed."""
+released fixture, and the evaluation.json and metrics.json the default pipeline committed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ import typing
 from pathlib import Path
 
 from zrodlo.data.formats import CorpusManifest, FileRecord
-from zrodlo.evaluation.evaluate import CorpusScores, ScoredModel, Scores
+from zrodlo.evaluation.evaluate import (
+    CorpusScores,
+    PoolScores,
+    ScoredModel,
+    Scores,
+    metrics_of,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,9 +29,19 @@ def test_corpus_json_holds_the_fields_of_corpus_manifest_in_order() -> None:
     assert list(manifest["source"]) == fields(FileRecord)
 
 
-def test_metrics_json_holds_the_fields_of_scores() -> None:
-    scores = json.loads((ROOT / "reports/metrics.json").read_text())
+def test_evaluation_json_holds_the_fields_of_scores() -> None:
+    scores = json.loads((ROOT / "reports/evaluation.json").read_text())
     assert list(scores) == fields(Scores)
     assert list(scores["model"]) == fields(ScoredModel)
     for entry in scores["corpora"].values():
         assert list(entry) == fields(CorpusScores)  # the committed run has a baseline
+
+
+def test_metrics_json_holds_the_scores_of_evaluation_json_alone() -> None:
+    """What DVC compares: each pool's scores, as the evaluation record has them, and no other
+    field."""
+    metrics = json.loads((ROOT / "reports/metrics.json").read_text())
+    scores = json.loads((ROOT / "reports/evaluation.json").read_text())
+    assert metrics == metrics_of(scores)
+    for entry in metrics.values():
+        assert list(entry) == fields(PoolScores)

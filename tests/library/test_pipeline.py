@@ -78,6 +78,17 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
          "resume.before_end 100 has the resume stage continue step-150, and with train.steps 250, "
          "train.checkpoint_every 100 and train.keep_checkpoints 2 the train stage keeps step-200, "
          "step-250; set resume.before_end to 50"),
+        ({"resume": {"check": "yes"}},
+         "resume.check is yes; it is true (the resume stage continues a checkpoint and compares "
+         "it with the run) or false (the stage checks nothing)"),
+        ({"documents": {"sources": "texts"}},
+         "documents.sources is no flag of zrodlo documents import; the section takes source, "
+         "include, exclude, skip-empty, skip-undecodable, id-column, text-column"),
+        ({"documents": {"include": "*.py"}},
+         "documents.include is '*.py'; it is a list of patterns"),
+        ({"documents": {"source": ""}},
+         "documents.source is not given; it is the folder, .jsonl, .parquet or .csv file the "
+         "documents stage imports"),
         ({"train": {"warmup": 1.5}},
          "train.warmup is 1.5; it is a share of train.steps, a number from 0 to 1"),
         ({"train": {"decay": "half"}},
@@ -114,3 +125,9 @@ def test_the_committed_schedule_is_the_one_the_default_run_always_had():
     assert schedule_steps({**train, "steps": 200}) == {
         "warmup_steps": 20, "stable_steps": 80, "decay_steps": 100,
     }  # fmt: skip
+
+
+def test_without_the_resume_check_any_steps_are_accepted(tmp_path):
+    """resume.check false: the resume stage continues nothing, so no checkpoint need be kept."""
+    for steps in (45, 250, 1001):
+        check_params(params_with(tmp_path, train={"steps": steps}, resume={"check": False}))

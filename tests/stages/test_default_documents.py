@@ -43,9 +43,12 @@ def test_the_default_documents_are_the_bytes_the_pipeline_recorded(tmp_path, run
     data = output.read_bytes()
     assert hashlib.sha256(data).hexdigest() == DEFAULT_DOCUMENTS_SHA256
     lock = yaml.safe_load((ROOT / "dvc.lock").read_text())
-    (recorded,) = lock["stages"]["documents"]["outs"]
-    assert recorded["path"] == "data/documents.jsonl"
+    (recorded,) = lock["stages"]["torch-docs"]["outs"]
+    assert recorded["path"] == "data/torch-docs.jsonl"
     assert hashlib.md5(data).hexdigest() == recorded["md5"]
+    # The documents stage imports them unchanged: the pipeline trains on these very bytes.
+    imported = lock["stages"]["documents"]["outs"][0]
+    assert (imported["path"], imported["md5"]) == ("data/documents.jsonl", recorded["md5"])
     # One document a docstring, named by where it is defined, its indentation removed.
     linear = {document.id: document.text for document in documents}[
         "torch.nn.modules.linear.Linear"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -187,7 +188,9 @@ def test_import_refuses_an_existing_output(tmp_path, assert_refused):
 
 def test_import_refuses_a_source_that_does_not_exist(tmp_path, assert_refused):
     source = tmp_path / "nowhere"
-    sentence = f"{source} does not exist; import reads a folder, a .parquet or a .csv file"
+    sentence = (
+        f"{source} does not exist; import reads a folder, a .jsonl, a .parquet or a .csv file"
+    )
     assert_refused(*import_args(source, tmp_path / "documents.jsonl"), sentence=sentence)
 
 
@@ -208,7 +211,7 @@ def test_documents_help_lists_its_commands(run_zrodlo, tmp_path):
 @pytest.mark.parametrize(
     ("command", "flags"),
     [
-        ("import", {"--source", "--output", "--id-column", "--text-column", "--help"}),
+        ("import", {"--source", "--output", "--id-column", "--text-column", "--skipped", "--help"}),
         ("torch-docs", {"--output", "--help"}),
     ],
 )
@@ -312,3 +315,64 @@ def test_a_table_skips_empty_texts_and_takes_ids_by_pattern(tmp_path, run_zrodlo
     assert stdout.splitlines()[1] == (
         f"skipped 1 (1 empty), listed in {tmp_path / 'documents.jsonl.skipped.jsonl'}"
     )
+
+
+def test_a_documents_file_imports_to_the_same_bytes_and_drops_other_fields(tmp_path, run_zrodlo):
+    """A .jsonl source is a documents file: ids, texts and order kept, other fields dropped, so a
+    file Zrodlo wrote comes back byte for byte (the pipeline imports the default documents so)."""
+    source = tmp_path / "mine.jsonl"
+    lines = [
+        {"id": "b", "text": "zażółć\n😀", "lang": "pl"},
+        {"id": "a", "text": "tea"},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    output = tmp_path / "documents.jsonl"
+    returncode, _, stderr = run_zrodlo(*import_args(source, output), cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert output.read_bytes() == (
+        '{"id": "b", "text": "zażółć\\n😀"}\n{"id": "a", "text": "tea"}\n'.encode()
+    )
+    again = tmp_path / "again.jsonl"
+    assert run_zrodlo(*import_args(output, again), cwd=tmp_path)[0] == 0
+    assert again.read_bytes() == output.read_bytes()
+
+
+def test_a_documents_file_skips_empty_texts_and_takes_ids_by_pattern(tmp_path, run_zrodlo):
+    source = tmp_path / "mine.jsonl"
+    lines = [
+        {"id": "keep-1", "text": "one"},
+        {"id": "keep-2", "text": ""},
+        {"id": "x", "text": "3"},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    output = tmp_path / "documents.jsonl"
+    args = import_args(source, output, "--include", "keep-*", "--skip-empty")
+    returncode, stdout, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {"keep-1": "one"}
+    assert stdout.splitlines() == [
+        f"wrote {output}: 1 documents from {source}; 1 left out by --include and --exclude",
+        f"skipped 1 (1 empty), listed in {tmp_path / 'documents.jsonl.skipped.jsonl'}",
+    ]
+
+
+def test_a_documents_file_with_an_empty_text_is_refused_without_skip_empty(
+    tmp_path, assert_refused
+):
+    source = tmp_path / "mine.jsonl"
+    source.write_text('{"id": "a", "text": ""}\n', encoding="utf-8")
+    sentence = f'{source} line 1 (id "a") has an empty text; a document needs one character or more'
+    assert_refused(*import_args(source, tmp_path / "documents.jsonl"), sentence=sentence)
+
+
+def test_skipped_names_the_list_and_writes_it_even_empty(tmp_path, source_tree, run_zrodlo):
+    """--skipped: the list goes where a pipeline declares it, and exists whatever was skipped."""
+    empty = [{"id": "empty.py", "reason": "empty"}]
+    for flags, listed in ((("--exclude", "empty.py"), []), (("--skip-empty",), empty)):
+        output = tmp_path / f"documents{len(flags)}.jsonl"
+        listing = tmp_path / f"skipped{len(flags)}.jsonl"
+        args = import_args(source_tree, output, "--exclude", "bad.py", "--skipped", listing, *flags)
+        returncode, _, stderr = run_zrodlo(*args, cwd=tmp_path)
+        assert (returncode, stderr) == (0, ""), stderr
+        assert [json.loads(line) for line in listing.read_text().splitlines()] == listed
+    assert not list(tmp_path.glob("*.jsonl.skipped.jsonl"))

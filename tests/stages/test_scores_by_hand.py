@@ -71,11 +71,15 @@ def test_the_bigram_baseline_is_the_smoothed_pair_counts(by_hand, run_zrodlo):
     # every target of the corpus is a seen pair, so the loss is log(7/2).
     returncode, _, stderr = run_zrodlo(
         "model", "evaluate", "--model", "fixed", "--corpus", "corpus", "--baseline", "corpus",
-        "--context", 4, "--output", "scores.json", cwd=by_hand,
+        "--context", 4, "--output", "scores.json", "--metrics", "metrics.json", cwd=by_hand,
     )  # fmt: skip
     assert (returncode, stderr) == (0, ""), stderr
     scores = json.loads((by_hand / "scores.json").read_text())["corpora"]["corpus"]
     assert scores["bigram_loss"] == pytest.approx(math.log(7 / 2), abs=1e-12)
+    # --metrics: the same scores, and nothing else, for DVC to compare.
+    metrics = json.loads((by_hand / "metrics.json").read_text())
+    names = ("loss", "perplexity", "bits_per_character", "bigram_loss")
+    assert metrics == {"corpus": {name: scores[name] for name in names}}
 
 
 def test_the_loss_is_the_mean_negative_log_probability_of_the_targets(by_hand, run_zrodlo):

@@ -49,8 +49,8 @@ def is_unicode(text: str) -> bool:
     return True
 
 
-def parse_line(path: Path, number: int, raw: bytes) -> Document:
-    """Validate one line of a documents file."""
+def parse_line(path: Path, number: int, raw: bytes, empty_text: bool = False) -> Document:
+    """Validate one line of a documents file; an empty text is refused unless `empty_text`."""
     if not raw.strip():
         raise Refusal(f"{path} line {number} is empty; {_NEEDS}")
     try:
@@ -93,7 +93,7 @@ def parse_line(path: Path, number: int, raw: bytes) -> Document:
             f"{name} has text {json.dumps(text)[:40]}, which is not a string; "
             "each document needs a text that is a string"
         )
-    if not text:
+    if not text and not empty_text:
         raise Refusal(f"{name} has an empty text; a document needs one character or more")
     return Document(doc_id, text, number, raw.rstrip(b"\r\n"))
 

@@ -33,6 +33,9 @@ class Selection:
         return chosen and not any(fnmatchcase(doc_id, pattern) for pattern in self.exclude)
 
 
+EVERY = Selection()  # every document, none skipped
+
+
 @dataclass
 class Imported:
     """What an import wrote: the documents, the ids its patterns left out, and the documents it
@@ -52,18 +55,22 @@ def skipped_file_of(output: Path) -> Path:
     return output.with_name(output.name + ".skipped.jsonl")
 
 
-def check_skipped_file(output: Path, selection: Selection) -> None:
-    """Refuse, before anything is read, a side file that exists where skipping may write one."""
-    if selection.skip_empty or selection.skip_undecodable:
+def check_skipped_file(output: Path, selection: Selection, listed: Path | None = None) -> None:
+    """Refuse, before anything is read, a list of skipped documents that exists where the import
+    writes one: `listed` where given, else beside `output` where skipping may write one."""
+    if listed is not None:
+        check_new_file(listed)
+    elif selection.skip_empty or selection.skip_undecodable:
         check_new_file(skipped_file_of(output))
 
 
-def write_skipped(output: Path, imported: Imported) -> None:
-    """List the skipped documents beside `output`, one JSON object a line with the id and the
-    reason, if there are any."""
-    if not imported.skipped:
+def write_skipped(output: Path, imported: Imported, listed: Path | None = None) -> None:
+    """List the skipped documents, one JSON object a line with the id and the reason: into
+    `listed` where given, even when none was skipped (a pipeline declares the file), else beside
+    `output` when there are any."""
+    if not imported.skipped and listed is None:
         return
-    imported.skipped_file = skipped_file_of(output)
+    imported.skipped_file = listed or skipped_file_of(output)
     with new_file(imported.skipped_file) as partial:
         lines = (
             json.dumps({"id": doc_id, "reason": why}) + "\n" for doc_id, why in imported.skipped

@@ -42,10 +42,28 @@ class CorpusScores(TypedDict):
 
 
 class Scores(TypedDict):
-    """What `model evaluate` returns and writes as metrics.json (docs/formats.md)."""
+    """What `model evaluate` returns and writes with --output (docs/formats.md)."""
 
     model: ScoredModel
     corpora: dict[str, CorpusScores]  # by the corpus directory's name
+
+
+class PoolScores(TypedDict):
+    """A corpus's scores alone, as `model evaluate --metrics` writes them for DVC to compare."""
+
+    loss: float
+    perplexity: float
+    bits_per_character: float
+    bigram_loss: NotRequired[float]
+
+
+def metrics_of(scores: Scores) -> dict[str, PoolScores]:
+    """The scores of each corpus without its counts, digests and the model's provenance: what
+    `dvc exp show` and `dvc metrics diff` should compare, and nothing else."""
+    return {
+        name: {key: entry[key] for key in PoolScores.__annotations__ if key in entry}  # type: ignore[misc]
+        for name, entry in scores["corpora"].items()
+    }
 
 
 def evaluate(
@@ -57,13 +75,16 @@ def evaluate(
     output: Path | None = None,
     device: str = "cpu",
     ordinal: int | None = None,
+    metrics: Path | None = None,
 ) -> Scores:
     """The scores of `model` on each of `corpus` (a list of corpora), at `context` tokens a window
     (the model's positions + 1 where None), `batch_size` windows a forward pass: {"model": {...},
     "corpora": {name: {"loss": ..., ...}}}. With `baseline`, each corpus also gets the bigram
-    baseline of that training corpus; with `output`, the scores are written there as JSON too."""
-    if output is not None:
-        check_replaceable(output)
+    baseline of that training corpus; with `output`, the scores are written there as JSON too,
+    and with `metrics` the scores alone (`metrics_of`)."""
+    for path in (output, metrics):
+        if path is not None:
+            check_replaceable(path)
     loaded = read_model(model)
     window = context if context is not None else loaded.config.positions + 1
     if batch_size < 1:
@@ -111,4 +132,6 @@ def evaluate(
     }
     if output is not None:
         replace_file(output, json_text(scores))
+    if metrics is not None:
+        replace_file(metrics, json_text(metrics_of(scores)))
     return scores

@@ -25,13 +25,15 @@ from zrodlo.training.plan import RunPlan
 # What the check holds the params to; the `params` stage writes these lines, which change only
 # when the rules do, so the stages after it rerun for a change of their own params alone.
 RULES = (
+    "documents: a source and the flags documents import takes",
     "splits: shares of held-out documents that leave documents to train on",
     "init: a model configuration model init accepts",
     "train.warmup and train.decay: shares of train.steps that add up to 1 at most",
     "train: a plan model train accepts, with --shuffle and the schedule as the stage passes them",
     "train.context - 1 at most init.positions",
     "train.processes divides the micro-batches of a step",
-    "resume.before_end names a checkpoint the train stage writes and keeps",
+    "resume.check is true or false",
+    "resume.before_end names a checkpoint the train stage writes and keeps, where resume.check",
     "report: a sample model sample accepts",
 )
 _FLAG = re.compile(r"--([a-z0-9]+(?:-[a-z0-9]+)*)")
@@ -43,9 +45,10 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
     if output is not None:
         check_replaceable(output)
     sections = read_params(params)
-    for name in ("splits", "init", "train", "resume", "report"):
+    for name in ("documents", "splits", "init", "train", "resume", "report"):
         if not isinstance(sections.get(name), dict):
             raise Refusal(f"{params} has no section {name}; the pipeline's stages read it")
+    _check_documents(sections["documents"])
     splits, init, train = sections["splits"], sections["init"], sections["train"]
     _as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
     shape = {key: value for key, value in init.items() if key != "seed"}
@@ -69,7 +72,14 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
             f"step (train.batch_size {plan.batch_size} in train.micro_batch_size "
             f"{plan.micro_batch}); every process computes an equal share of each step"
         )
-    _check_resume(sections["resume"]["before_end"], plan)
+    resume = sections["resume"]
+    if not isinstance(resume.get("check"), bool):
+        raise Refusal(
+            f"resume.check is {resume.get('check')}; it is true (the resume stage continues a "
+            "checkpoint and compares it with the run) or false (the stage checks nothing)"
+        )
+    if resume["check"]:
+        _check_resume(resume["before_end"], plan)
     report = sections["report"]
     if not (isinstance(report["sample_tokens"], int) and report["sample_tokens"] >= 1):
         raise Refusal(
@@ -80,6 +90,34 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
         heading = f"The sections of {params.name} held to these rules:"
         replace_file(output, "\n".join([heading, *RULES, ""]).encode())
     return RULES
+
+
+# The documents section, each key the flag of `documents import` it becomes, with its kind.
+DOCUMENT_FLAGS = {
+    "source": str, "include": list, "exclude": list, "skip-empty": bool,
+    "skip-undecodable": bool, "id-column": str, "text-column": str,
+}  # fmt: skip
+
+
+def _check_documents(documents: dict) -> None:
+    """The documents section is the import's flags: DVC passes each key as --key."""
+    for key, value in documents.items():
+        kind = DOCUMENT_FLAGS.get(key)
+        if kind is None:
+            raise Refusal(
+                f"documents.{key} is no flag of zrodlo documents import; the section takes "
+                f"{', '.join(DOCUMENT_FLAGS)}"
+            )
+        if not isinstance(value, kind) or (
+            kind is list and not all(isinstance(v, str) for v in value)
+        ):
+            wanted = {str: "a string", list: "a list of patterns", bool: "true or false"}[kind]
+            raise Refusal(f"documents.{key} is {value!r}; it is {wanted}")
+    if not documents.get("source"):
+        raise Refusal(
+            "documents.source is not given; it is the folder, .jsonl, .parquet or .csv file the "
+            "documents stage imports"
+        )
 
 
 def _check_resume(before_end: Any, plan: RunPlan) -> None:

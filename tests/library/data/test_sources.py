@@ -8,7 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from zrodlo.data.documents import read_documents
-from zrodlo.data.sources import folder_documents, source_documents, table_documents, write_documents
+from zrodlo.data.sources import folder_documents, source_documents, write_documents
+from zrodlo.data.tables import table_documents
 from zrodlo.storage.refusal import Refusal
 
 
@@ -72,7 +73,8 @@ def test_a_source_of_another_kind_is_refused(tmp_path):
     with pytest.raises(Refusal) as refused:
         source_documents(source, "id", "text")
     assert refused.value.sentence == (
-        f"{source} is neither a folder nor a .parquet or .csv file; import reads those three forms"
+        f"{source} is neither a folder nor a .jsonl, .parquet or .csv file; import reads those "
+        "four forms"
     )
 
 
