@@ -59,12 +59,12 @@ def test_a_score_more_than_one_percent_off_fails_the_check_and_one_within_it_pas
     check = load_check()
     metrics = committed_metrics()
     near, far = copy.deepcopy(metrics), copy.deepcopy(metrics)
-    loss = metrics["corpora"]["test"]["loss"]
-    near["corpora"]["test"]["loss"] = loss * 1.009
-    far["corpora"]["test"]["loss"] = loss * 1.011
+    loss = metrics["test"]["loss"]
+    near["test"]["loss"] = loss * 1.009
+    far["test"]["loss"] = loss * 1.011
     assert check.score_differences(metrics, near) == []
     assert check.score_differences(metrics, far) == [
-        f".corpora.test.loss: committed {loss}, reproduced {loss * 1.011}, more than 1% apart"
+        f".test.loss: committed {loss}, reproduced {loss * 1.011}, more than 1% apart"
     ]
 
 
