@@ -18,7 +18,7 @@ COLUMNS = ("corpus", "loss", "perplexity", "bits/char", "bigram loss", "targets"
 def evaluate(
     model: Path = typer.Option(..., help="The model directory or checkpoint to score."),
     corpus: list[Path] = typer.Option(
-        ..., help="A prepared corpus to score; give it once per corpus."
+        (), help="A prepared corpus to score whole; give it once per corpus."
     ),
     context: int | None = typer.Option(
         None, help="Tokens per window; the model's positions + 1 if left out."
@@ -42,6 +42,17 @@ def evaluate(
         help="Write each corpus's scores alone (loss, perplexity, bits per character, bigram "
         "loss) as JSON to this file, for dvc metrics (replaced if it exists).",
     ),
+    sample_corpus: list[Path] = typer.Option(
+        (),
+        help="A prepared corpus to score on --sample-windows of its windows, such as a large "
+        "training pool; give it once per corpus. Scored before the --corpus ones.",
+    ),
+    sample_windows: int | None = typer.Option(
+        None, help="Windows each --sample-corpus is scored on, drawn from --sample-seed."
+    ),
+    sample_seed: int = typer.Option(
+        1, help="Keys the draw of the sampled windows: the same seed scores the same windows."
+    ),
 ) -> None:
     """Target-weighted loss (nats), perplexity and bits per character of each corpus."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
@@ -49,8 +60,13 @@ def evaluate(
     from rich.table import Table
 
     from zrodlo.evaluation.evaluate import evaluate as score
+    from zrodlo.stages.progress import ScoringDisplay
 
-    scores = score(model, corpus, context, batch_size, baseline, output, device, ordinal, metrics)
+    with ScoringDisplay() as progress:
+        scores = score(
+            model, corpus, context, batch_size, baseline, output, device, ordinal, metrics,
+            sample_corpus, sample_windows, sample_seed, progress,
+        )  # fmt: skip
     table = Table(title=f"{model}: loss in nats per target, context {scores['model']['context']}")
     for column in COLUMNS:
         table.add_column(column, justify="left" if column == "corpus" else "right")

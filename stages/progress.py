@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -21,6 +22,40 @@ def describe(record: StepRecord) -> str:
     if record.eval_loss is not None:
         text += f"  held-out loss {record.eval_loss:.4f}"
     return text
+
+
+class StepDisplay:
+    """A run's progress (`zrodlo.training.records.Progress`), and the share of its wall time that
+    went to held-out scores, for the summary line the command ends with."""
+
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.scoring = 0.0
+
+    @contextmanager
+    def __call__(self, done: int, total: int) -> Iterator[Callable[[StepRecord], None]]:
+        started = time.perf_counter()
+        with step_display(done, total) as show:
+
+            def counted(record: StepRecord) -> None:
+                self.scoring += record.eval_seconds or 0.0
+                show(record)
+
+            try:
+                yield counted
+            finally:
+                self.wall = time.perf_counter() - started
+
+    def summary(self) -> str:
+        """`; held-out scores took S% of the run's wall time (a of b s)`, or nothing where the run
+        scored none."""
+        if not self.scoring or not self.wall:
+            return ""
+        share = self.scoring / self.wall
+        return (
+            f"; held-out scores took {share:.1%} of the run's wall time "
+            f"({self.scoring:.1f} of {self.wall:.1f} s)"
+        )
 
 
 @contextmanager
@@ -49,3 +84,32 @@ def step_display(done: int, total: int) -> Iterator[Callable[[StepRecord], None]
                 progress.console.print(f"step {record.step}: held-out loss {record.eval_loss:.4f}")
 
         yield live
+
+
+class ScoringDisplay:
+    """The progress of scoring corpora, on a terminal: a bar for each corpus, shown once its
+    scoring has run for a second (a quick score shows nothing), gone when it is done."""
+
+    SHOWN_AFTER_S = 1.0
+
+    def __enter__(self) -> Callable[[str, int, int], None]:
+        self.progress = Progress(
+            TextColumn("scoring {task.description}"), MofNCompleteColumn(), BarColumn(),
+            TimeRemainingColumn(), console=Console(), transient=True,
+            disable=not sys.stdout.isatty(),
+        )  # fmt: skip
+        self.tasks: dict[str, tuple[float, int | None]] = {}
+        return self.heard
+
+    def heard(self, corpus: str, done: int, total: int) -> None:
+        started, task = self.tasks.get(corpus, (time.perf_counter(), None))
+        if task is None and time.perf_counter() - started >= self.SHOWN_AFTER_S:
+            if not self.progress.live.is_started:
+                self.progress.start()
+            task = self.progress.add_task(corpus, total=total)
+        if task is not None:
+            self.progress.update(task, completed=done)
+        self.tasks[corpus] = (started, task)
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()

@@ -17,7 +17,9 @@ EXAMPLE = (
 
 
 @options.taking(
-    options.declared(RunPlan, ("eval_every", "checkpoint_every", "keep_checkpoints")),
+    options.declared(
+        RunPlan, ("eval_every", "eval_windows", "checkpoint_every", "keep_checkpoints")
+    ),
     after="eval_corpus",
 )
 def resume(
@@ -39,12 +41,16 @@ def resume(
     """Continue a checkpoint with its own optimizer state and data position, on any number of
     processes that divides a step's micro-batches."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.stages.progress import step_display
+    from zrodlo.stages.progress import StepDisplay
     from zrodlo.training.runs import resume as resume_run
 
+    display = StepDisplay()
     written = resume_run(
         checkpoint, corpus, output, steps=steps, eval_corpus=eval_corpus, device=device,
-        ordinal=ordinal, processes=processes, timing=timing, progress=step_display, **writes,
+        ordinal=ordinal, processes=processes, timing=timing, progress=display, **writes,
     )  # fmt: skip
     if written:
-        typer.echo(f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}")
+        typer.echo(
+            f"continued {checkpoint} to step {steps}; the last checkpoint is {written[-1]}"
+            f"{display.summary()}"
+        )

@@ -44,12 +44,16 @@ def train(
     Under torchrun, or with --processes, each process computes a share of every step, and the run
     is the one-process run to the bit."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.stages.progress import step_display
+    from zrodlo.stages.progress import StepDisplay
     from zrodlo.training.runs import train as train_model
 
+    display = StepDisplay()
     written = train_model(
         model, corpus, output, eval_corpus=eval_corpus, device=device, ordinal=ordinal,
-        processes=processes, timing=timing, threads=threads, progress=step_display, **plan,
+        processes=processes, timing=timing, threads=threads, progress=display, **plan,
     )  # fmt: skip
     if written:
-        typer.echo(f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}")
+        typer.echo(
+            f"wrote {len(written)} checkpoints into {output}; the last is {written[-1]}"
+            f"{display.summary()}"
+        )

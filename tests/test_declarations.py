@@ -56,5 +56,5 @@ def test_params_and_the_stage_command_follow_the_declaration(stage, section, dec
 
 def test_the_resume_stage_passes_the_train_sections_writes():
     flags = passed("resume")
-    for name in ("eval_every", "checkpoint_every"):
+    for name in ("eval_every", "eval_windows", "checkpoint_every"):
         assert flags["--" + name.replace("_", "-")] == f"${{train.{name}}}"

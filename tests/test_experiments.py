@@ -167,6 +167,7 @@ def test_params_metrics_and_plots_diff_against_head(experiments, baseline, tmp_p
         ("report", "sample_tokens", 30, {"pipeline", "report"}),
         ("resume", "before_end", 4, {"pipeline", "resume"}),
         ("resume", "check", False, {"pipeline", "resume"}),
+        ("evaluate", "train_windows", 8, {"pipeline", "evaluate"}),
         ("init", "seed", 2, {"pipeline", "init"}),
         ("splits", "test", 0.2, {"pipeline", "splits"}),
     ],

@@ -118,3 +118,41 @@ def test_a_sample_draws_tokens_at_the_models_frequencies(by_hand, run_zrodlo):
     counts = Counter(stdout.rstrip("\n"))
     assert set(counts) <= {"a", "b"} and sum(counts.values()) == draws
     assert abs(counts["b"] - draws * 4 / 7) < 4.5 * math.sqrt(draws * 4 / 7 * 3 / 7)
+
+
+def test_a_sampled_corpus_is_scored_on_the_windows_drawn(by_hand, run_zrodlo):
+    """--sample-corpus with --sample-windows 1: one of the corpus's two windows, each holding the
+    targets a, b and EOS, so the loss is the whole corpus's; the record says it was drawn."""
+    returncode, _, stderr = run_zrodlo(
+        "model", "evaluate", "--model", "fixed", "--sample-corpus", "corpus", "--sample-windows",
+        1, "--context", 4, "--output", "sampled.json", cwd=by_hand,
+    )  # fmt: skip
+    assert (returncode, stderr) == (0, ""), stderr
+    scores = json.loads((by_hand / "sampled.json").read_text())["corpora"]["corpus"]
+    loss = -(math.log(3 / 11) + math.log(4 / 11) + math.log(2 / 11)) / 3
+    assert (scores["targets"], scores["windows"], scores["drawn_from"]) == (3, 1, 2)
+    assert scores["loss"] == pytest.approx(loss, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("flags", "sentence"),
+    [
+        (["--sample-corpus", "{c}"],
+         "--sample-corpus needs --sample-windows, the windows each is scored on"),
+        (["--corpus", "{c}", "--sample-windows", "2"],
+         "--sample-windows needs --sample-corpus, the corpora scored on a sample"),
+        (["--sample-corpus", "{c}", "--sample-windows", "0"],
+         "--sample-windows is 0; it must be a whole number of 1 or more"),
+        (["--sample-corpus", "{c}", "--sample-windows", "1", "--sample-seed", "-1"],
+         "--sample-seed is -1; it must be a whole number from 0 to 18446744073709551615"),
+    ],
+)  # fmt: skip
+def test_a_sample_without_its_windows_is_refused(by_hand, assert_refused, flags, sentence):
+    corpus = str(by_hand / "corpus")
+    args = ["model", "evaluate", "--model", by_hand / "fixed", "--output", "refused.json"]
+    assert_refused(*args, *(flag.format(c=corpus) for flag in flags), sentence=sentence)
+
+
+def test_evaluate_without_a_corpus_is_refused(by_hand, assert_refused):
+    args = ["model", "evaluate", "--model", by_hand / "fixed", "--output", "refused.json"]
+    assert_refused(*args, sentence="give --corpus or --sample-corpus, the corpora to score")

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -24,7 +25,8 @@ from oracles import window_order
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.data.windows import build_windows
-from zrodlo.draws.chacha import GENERATOR
+from zrodlo.draws.bijection import bijection
+from zrodlo.draws.chacha import GENERATOR, Purpose, Stream
 from zrodlo.model.directory import write_model
 from zrodlo.model.gpt import GPT
 from zrodlo.model.weights import initial_weights
@@ -165,9 +167,12 @@ def test_checkpoints_every_n_steps_and_at_the_last(main_run):
     output, (returncode, stdout, stderr) = main_run
     assert (returncode, stderr) == (0, "")
     assert sorted(p.name for p in output.iterdir()) == sorted([*LOGS, "step-2", "step-4", "step-5"])
-    assert stdout.splitlines()[-1] == (
-        f"wrote 3 checkpoints into {output}; the last is {output / 'step-5'}"
-    )
+    # The summary line says what share of the run's wall time went to held-out scores.
+    assert re.fullmatch(
+        re.escape(f"wrote 3 checkpoints into {output}; the last is {output / 'step-5'}")
+        + r"; held-out scores took \d+\.\d% of the run's wall time \(\d+\.\d of \d+\.\d s\)",
+        stdout.splitlines()[-1],
+    ), stdout
     for step in (2, 4, 5):
         checkpoint = read_checkpoint(output / f"step-{step}")
         assert checkpoint.step == step
@@ -323,6 +328,68 @@ def test_a_schedule_that_ends_after_the_last_step_is_warned_before_the_first(
     assert (tmp_path / "run" / "step-3").is_dir()
 
 
+@pytest.fixture(scope="module")
+def subset_run(training_data, runs) -> tuple[Path, tuple[int, str, str]]:
+    """4 steps scoring 2 of the held-out corpus's 5 windows every 2 steps."""
+    output = runs / "subset"
+    args = training_args(
+        training_data, output, steps=4, eval_corpus=training_data.held_out, eval_every=2,
+        eval_windows=2, checkpoint_every=2,
+    )  # fmt: skip
+    return output, train(*args, cwd=runs)
+
+
+def test_held_out_scores_read_the_windows_drawn_once_from_the_seed(training_data, subset_run):
+    """--eval-windows 2: every score reads the same 2 of the 5 held-out windows, the first two
+    places of the keyed bijection of the run's seed; the ledger names them, the loss is theirs."""
+    output, (returncode, _, stderr) = subset_run
+    assert (returncode, stderr) == (0, "")
+    held_out = Corpus.open(training_data.held_out)
+    table = build_windows(held_out.offsets, 9)
+    assert len(table) == 5
+    drawn = np.sort(bijection(Stream(3, Purpose.SCORED_WINDOWS), 5, np.arange(2)))
+    scored = [e for e in step_entries(output) if e["eval_loss"] is not None]
+    assert [(e["step"], e["eval_windows"]) for e in scored] == [
+        (2, windows_digest(drawn)), (4, windows_digest(drawn)),
+    ]  # fmt: skip
+    model = read_model(output / "step-4")
+    network = GPT.from_weights(model.config, model.weights)
+    expected = score(network, held_out.tokens, table, 2, torch.device("cpu"), windows=drawn)
+    assert expected.windows == 2
+    assert float(csv_rows(output / "steps.csv")[3][5]) == pytest.approx(expected.loss, rel=1e-6)
+
+
+@pytest.mark.parametrize(("windows", "differs"), [(2, None), (None, 4)])
+def test_a_resume_scores_the_same_windows_only_when_told_the_same_count(
+    training_data, subset_run, tmp_path, windows, differs
+):
+    """The resumed run with --eval-windows 2 records the same held-out windows as the run; without
+    it the resume scores all five, and checkpoint diff names the step where that shows."""
+    output, _ = subset_run
+    resumed = tmp_path / "resumed"
+    args = [
+        "checkpoint", "resume", "--checkpoint", output / "step-2", "--corpus",
+        training_data.corpus, "--output", resumed, "--steps", 4, "--device", "cpu",
+        "--eval-corpus", training_data.held_out, "--eval-every", 2, "--checkpoint-every", 2,
+    ]  # fmt: skip
+    if windows is not None:
+        args += ["--eval-windows", windows]
+    assert train(*args, cwd=tmp_path)[0] == 0
+    _, stdout, _ = train("checkpoint", "diff", output, resumed, "--json", cwd=tmp_path)
+    assert json.loads(stdout)["first_differing_step"] == differs, stdout
+
+
+def test_refuses_eval_windows_without_eval_every(refused):
+    refused("--eval-windows needs --eval-every, the steps between held-out scores", eval_windows=2)
+
+
+def test_refuses_eval_windows_of_zero(refused, training_data):
+    refused(
+        "--eval-windows is 0; it must be a whole number of 1 or more",
+        eval_corpus=training_data.held_out, eval_every=1, eval_windows=0,
+    )  # fmt: skip
+
+
 def test_shuffled_steps_read_each_pass_in_the_order_drawn_from_seed_and_pass(kept_run):
     output, _ = kept_run
     orders = [window_order(8, p, seed=3, shuffle=True) for p in (0, 1)]
@@ -376,6 +443,7 @@ def test_every_option_of_model_train_has_help(run_zrodlo, tmp_path):
     expected = {f"--{name}" for name in FLAGS} | {"--model", "--corpus", "--output", "--steps"}
     optional = {"micro-batch-size", "warmup-steps", "stable-steps", "decay-steps", "decay-shape"}
     optional |= {"min-learning-rate", "clip-norm", "shuffle", "eval-corpus", "eval-every"}
+    optional |= {"eval-windows"}
     optional |= {"checkpoint-every", "keep-checkpoints", "ordinal", "processes", "threads"}
     optional |= {"timing"}
     optional |= {"help"}

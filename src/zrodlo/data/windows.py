@@ -102,6 +102,17 @@ def pass_stream(seed: int, pass_index: int) -> Stream:
     return Stream(seed, Purpose.WINDOW_ORDER, a=pass_index)
 
 
+def scored_windows(count: int, size: int | None, seed: int) -> np.ndarray:
+    """The (k,) int64 windows, in corpus order, that a score of `size` of a corpus's `count`
+    windows reads: the first `size` places of the keyed bijection of range(count) drawn from
+    `seed`, so a uniform draw without replacement that is the same at every scoring and on every
+    machine; every window where `size` is None or not below `count`."""
+    if size is None or size >= count:
+        return np.arange(count, dtype=np.int64)
+    chosen = bijection(Stream(seed, Purpose.SCORED_WINDOWS), count, np.arange(size))
+    return np.sort(chosen)
+
+
 class WindowStream:
     """The window indices each step reads: B consecutive positions of the pass stream."""
 

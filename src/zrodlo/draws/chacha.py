@@ -44,6 +44,7 @@ class Purpose(enum.IntEnum):
     WINDOW_ORDER = 2
     DROPOUT = 3
     SAMPLING = 4
+    SCORED_WINDOWS = 5
 
 
 def check_seed(value: object) -> int:

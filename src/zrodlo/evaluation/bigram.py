@@ -44,15 +44,23 @@ class Bigram:
         table = counts.reshape(vocab_size, vocab_size).astype(np.float64) + 1.0  # add-one
         return cls(np.log(table / table.sum(axis=1, keepdims=True)))
 
-    def score(self, tokens: np.ndarray, table: WindowTable, batch_size: int = 4096) -> Score:
-        """Summed NLL over every target of the windows, each predicted from the token before it."""
+    def score(
+        self,
+        tokens: np.ndarray,
+        table: WindowTable,
+        batch_size: int = 4096,
+        windows: np.ndarray | None = None,
+    ) -> Score:
+        """Summed NLL over every target of the windows `windows` of `table` ((k,) int64; every
+        window where None), each predicted from the token before it."""
+        chosen = np.arange(len(table), dtype=np.int64) if windows is None else windows  # (k,)
         summed, targets = 0.0, 0
-        for first in range(0, len(table), batch_size):
-            indices = np.arange(first, min(first + batch_size, len(table)))
+        for first in range(0, len(chosen), batch_size):
+            indices = chosen[first : first + batch_size]  # (b,)
             batch = collate(tokens, table, indices, vocab_size=len(self.log_probabilities))
             inputs, expected = (t.numpy() for t in batch)  # (b, C-1) each
             valid = expected != IGNORED
             summed -= float(self.log_probabilities[inputs[valid], expected[valid]].sum())
             targets += int(valid.sum())
             release_pages(tokens)
-        return Score(summed, targets, len(table))
+        return Score(summed, targets, len(chosen))

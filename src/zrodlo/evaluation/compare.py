@@ -48,7 +48,7 @@ def compare_ledgers(first: list[dict], second: list[dict]) -> LedgerComparison:
         "digests": None if last is None else (saved_a[last], saved_b[last]),
     }
     for step in sorted(set(common) | set(both_saved)):
-        for field in ("windows", "loss", "learning_rate", "grad_norm", "eval_loss"):
+        for field in ("windows", "loss", "learning_rate", "grad_norm", "eval_loss", "eval_windows"):
             if (
                 step in steps_a
                 and step in steps_b

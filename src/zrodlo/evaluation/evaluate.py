@@ -5,10 +5,14 @@ windows. These are the scores `zrodlo model evaluate` prints and writes as JSON.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from zrodlo.data.corpus import Corpus
+from zrodlo.data.windows import scored_windows
+from zrodlo.draws.chacha import check_seed
 from zrodlo.evaluation.bigram import Bigram
 from zrodlo.model.config import parameter_count
 from zrodlo.model.device import resolve_device
@@ -39,6 +43,7 @@ class CorpusScores(TypedDict):
     unknown_rate: float
     corpus_digest: str
     bigram_loss: NotRequired[float]  # with a baseline
+    drawn_from: NotRequired[int]  # the corpus's windows, where `windows` of them were drawn
 
 
 class Scores(TypedDict):
@@ -68,7 +73,7 @@ def metrics_of(scores: Scores) -> dict[str, PoolScores]:
 
 def evaluate(
     model: Path,
-    corpus: list[Path],
+    corpus: Sequence[Path] = (),
     context: int | None = None,
     batch_size: int = 64,
     baseline: Path | None = None,
@@ -76,12 +81,34 @@ def evaluate(
     device: str = "cpu",
     ordinal: int | None = None,
     metrics: Path | None = None,
+    sample_corpus: Sequence[Path] = (),
+    sample_windows: int | None = None,
+    sample_seed: int = 1,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Scores:
     """The scores of `model` on each of `corpus` (a list of corpora), at `context` tokens a window
     (the model's positions + 1 where None), `batch_size` windows a forward pass: {"model": {...},
     "corpora": {name: {"loss": ..., ...}}}. With `baseline`, each corpus also gets the bigram
     baseline of that training corpus; with `output`, the scores are written there as JSON too,
-    and with `metrics` the scores alone (`metrics_of`)."""
+    and with `metrics` the scores alone (`metrics_of`). Each of `sample_corpus` is scored, before
+    the others, on `sample_windows` of its windows drawn from `sample_seed`
+    (`zrodlo.data.windows.scored_windows`), so that a large training pool costs a bounded time.
+    `progress(corpus, batches done, batches)` hears of every forward pass."""
+    if not corpus and not sample_corpus:
+        raise Refusal("give --corpus or --sample-corpus, the corpora to score")
+    if sample_corpus and sample_windows is None:
+        raise Refusal("--sample-corpus needs --sample-windows, the windows each is scored on")
+    if sample_windows is not None:
+        if isinstance(sample_windows, bool) or sample_windows < 1:
+            raise Refusal(
+                f"--sample-windows is {sample_windows}; it must be a whole number of 1 or more"
+            )
+        if not sample_corpus:
+            raise Refusal("--sample-windows needs --sample-corpus, the corpora scored on a sample")
+    try:
+        check_seed(sample_seed)
+    except Refusal as refusal:
+        raise Refusal(refusal.sentence.replace("--seed", "--sample-seed", 1)) from None
     for path in (output, metrics):
         if path is not None:
             check_replaceable(path)
@@ -89,7 +116,7 @@ def evaluate(
     window = context if context is not None else loaded.config.positions + 1
     if batch_size < 1:
         raise Refusal(f"--batch-size is {batch_size}; it must be a whole number of 1 or more")
-    opened = [(path, Corpus.open(path)) for path in corpus]
+    opened = [(path, Corpus.open(path)) for path in [*sample_corpus, *corpus]]
     for _, data in opened:
         data.verify()  # on a second thread, while the model scores
     tables = [check_data(data, loaded, window) for _, data in opened]
@@ -102,8 +129,14 @@ def evaluate(
     target = resolve_device(device, ordinal, "f32")
     network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
     results: dict[str, CorpusScores] = {}
-    for (path, data), table in zip(opened, tables, strict=True):
-        scored = score(network, data.tokens, table, batch_size, target)
+    for index, ((path, data), table) in enumerate(zip(opened, tables, strict=True)):
+        size = sample_windows if index < len(sample_corpus) else None
+        windows = scored_windows(len(table), size, sample_seed)  # (k,)
+        name = path.name if path.name not in results else str(path)
+        heard = None if progress is None else partial(progress, name)
+        scored = score(
+            network, data.tokens, table, batch_size, target, windows=windows, on_batch=heard
+        )
         entry: CorpusScores = {
             "loss": scored.loss,
             "perplexity": scored.perplexity,
@@ -116,8 +149,10 @@ def evaluate(
             "corpus_digest": data.digest,
         }
         if reference is not None:
-            entry["bigram_loss"] = reference.score(data.tokens, table).loss
-        results[path.name if path.name not in results else str(path)] = entry
+            entry["bigram_loss"] = reference.score(data.tokens, table, windows=windows).loss
+        if len(windows) < len(table):
+            entry["drawn_from"] = len(table)
+        results[name] = entry
     for _, data in opened:
         data.verified()  # no score of a corpus that fails its digests is reported
     scores: Scores = {

@@ -34,6 +34,7 @@ RULES = (
     "train.processes divides the micro-batches of a step",
     "resume.check is true or false",
     "resume.before_end names a checkpoint the train stage writes and keeps, where resume.check",
+    "evaluate.train_windows: a whole number of windows",
     "report: a sample model sample accepts",
 )
 _FLAG = re.compile(r"--([a-z0-9]+(?:-[a-z0-9]+)*)")
@@ -45,7 +46,7 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
     if output is not None:
         check_replaceable(output)
     sections = read_params(params)
-    for name in ("documents", "splits", "init", "train", "resume", "report"):
+    for name in ("documents", "splits", "init", "train", "resume", "evaluate", "report"):
         if not isinstance(sections.get(name), dict):
             raise Refusal(f"{params} has no section {name}; the pipeline's stages read it")
     _check_documents(sections["documents"])
@@ -80,6 +81,11 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
         )
     if resume["check"]:
         _check_resume(resume["before_end"], plan)
+    windows = sections["evaluate"].get("train_windows")
+    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+        raise Refusal(
+            f"evaluate.train_windows is {windows}; it must be a whole number of 1 or more"
+        )
     report = sections["report"]
     if not (isinstance(report["sample_tokens"], int) and report["sample_tokens"] >= 1):
         raise Refusal(

@@ -9,14 +9,17 @@ every process runs the loop and rank 0 alone claims the directory and writes.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from zrodlo.data.corpus import Corpus, release_pages
-from zrodlo.data.windows import WindowTable
+from zrodlo.data.windows import WindowTable, scored_windows
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.directory import Model
 from zrodlo.storage.outputs import check_in_place, check_parent, new_directory, remove_directory
@@ -32,15 +35,18 @@ from zrodlo.training.plan import RunPlan
 from zrodlo.training.records import RunLog, StepRecord
 from zrodlo.training.rundir import RUN_FORMAT, claim, run_identity
 from zrodlo.training.score import check_data, score
-from zrodlo.training.step import Trainer
+from zrodlo.training.step import Trainer, windows_digest
 
 
 @dataclass(frozen=True)
 class HeldOut:
-    """A held-out corpus prepared for scoring: the corpus and its windows at the run's context."""
+    """A held-out corpus prepared for scoring: the corpus, its windows at the run's context, the
+    (k,) windows every score reads, and their digest where they are not all of them."""
 
     corpus: Corpus
     table: WindowTable
+    windows: np.ndarray
+    digest: str | None
 
 
 def check_held_out(eval_corpus: Path | None, eval_every: int | None) -> None:
@@ -50,11 +56,14 @@ def check_held_out(eval_corpus: Path | None, eval_every: int | None) -> None:
         raise Refusal("--eval-every needs --eval-corpus, the held-out corpus to score")
 
 
-def open_held_out(eval_corpus: Path | None, model: Model, context: int) -> HeldOut | None:
+def open_held_out(eval_corpus: Path | None, model: Model, plan: RunPlan) -> HeldOut | None:
     if eval_corpus is None:
         return None
     corpus = Corpus.open(eval_corpus)
-    return HeldOut(corpus, check_data(corpus, model, context))
+    table = check_data(corpus, model, plan.context)
+    windows = scored_windows(len(table), plan.eval_windows, plan.seed)
+    digest = windows_digest(windows) if len(windows) < len(table) else None
+    return HeldOut(corpus, table, windows, digest)
 
 
 def fresh_provenance(start: Model, corpus_digest: str, plan: RunPlan) -> dict:
@@ -122,16 +131,15 @@ def run_updates(
                 reached = record.step
                 release_pages(trainer.tokens)  # a run over a corpus larger than memory
                 if held_out is not None and plan.scores_at(record.step):
+                    started = time.perf_counter()
                     held = score(
-                        trainer.model,
-                        held_out.corpus.tokens,
-                        held_out.table,
-                        plan.micro_batch,
-                        trainer.device,
-                        plan.precision,
-                        ranks,
-                    )
-                    record = replace(record, eval_loss=held.loss)
+                        trainer.model, held_out.corpus.tokens, held_out.table, plan.micro_batch,
+                        trainer.device, plan.precision, ranks, held_out.windows,
+                    )  # fmt: skip
+                    record = replace(
+                        record, eval_loss=held.loss, eval_windows=held_out.digest,
+                        eval_seconds=time.perf_counter() - started,
+                    )  # fmt: skip
                 if record.step in planned:
                     trainer.check_finite(record.step)
                     written.append(output / checkpoint_name(record.step))

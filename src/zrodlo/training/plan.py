@@ -149,6 +149,11 @@ class RunPlan:
     eval_every: int | None = option(
         "Steps between held-out scores, and the last step; needs --eval-corpus.", None
     )
+    eval_windows: int | None = option(
+        "Score the held-out corpus on this many of its windows, drawn once from --seed: the same "
+        "ones at every score and on resume. Every window if left out.",
+        None,
+    )
     checkpoint_every: int | None = option(
         "Steps between checkpoints written under --output; the last step is always written.", None
     )
@@ -200,6 +205,9 @@ class RunPlan:
         if self.precision not in PRECISIONS:
             raise Refusal(f"--precision is {self.precision!r}; it takes f32 or bf16")
         _check_whole("--eval-every", self.eval_every)
+        _check_whole("--eval-windows", self.eval_windows)
+        if self.eval_windows is not None and self.eval_every is None:
+            raise Refusal("--eval-windows needs --eval-every, the steps between held-out scores")
         _check_whole("--checkpoint-every", self.checkpoint_every)
         _check_whole("--keep-checkpoints", self.keep_checkpoints)
 
@@ -221,7 +229,7 @@ class RunPlan:
     def hyperparameters(self) -> dict[str, Any]:
         """The values trainer.json records; the run's outcome depends on these alone."""
         data = asdict(self)
-        for key in ("steps", "eval_every", "checkpoint_every", "keep_checkpoints"):
+        for key in ("steps", "eval_every", "eval_windows", "checkpoint_every", "keep_checkpoints"):
             data.pop(key)
         return data
 

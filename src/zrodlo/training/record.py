@@ -147,6 +147,7 @@ def recorded_plan(
     eval_every: int | None,
     checkpoint_every: int | None,
     keep_checkpoints: int | None,
+    eval_windows: int | None = None,
 ) -> RunPlan:
     """The checkpoint's recorded plan, taken to `steps` with a resume's scoring and writing."""
     try:
@@ -154,6 +155,7 @@ def recorded_plan(
             record["hyperparameters"],
             steps=steps,
             eval_every=eval_every,
+            eval_windows=eval_windows,
             checkpoint_every=checkpoint_every,
             keep_checkpoints=keep_checkpoints,
         )

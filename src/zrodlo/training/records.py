@@ -54,6 +54,8 @@ class StepRecord:
     windows_digest: str  # sha256 of the step's window indices (int64 little-endian)
     seconds: float
     eval_loss: float | None = None
+    eval_windows: str | None = None  # sha256 of the held-out windows scored, where not all
+    eval_seconds: float | None = None  # wall time of the held-out score
 
 
 # What a run shows its progress with: given the steps done and the steps to reach, a context that
@@ -182,6 +184,8 @@ class RunLog:
             "grad_norm": _hex(record.grad_norm),
             "eval_loss": _hex(record.eval_loss),
         }
+        if record.eval_windows is not None:  # a score of some windows records which
+            entry["eval_windows"] = record.eval_windows
         self._write(LEDGER_FILE, json.dumps(entry))
         if record.eval_loss is not None:
             self._write(HELD_OUT_FILE, f"{record.step},{record.eval_loss!r}")

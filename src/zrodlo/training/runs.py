@@ -87,7 +87,7 @@ def train(
     data = Corpus.open(corpus)
     table = check_data(data, start, checked.context)
     check_held_out(eval_corpus, checked.eval_every)
-    held_out = open_held_out(eval_corpus, start, checked.context)
+    held_out = open_held_out(eval_corpus, start, checked)
     target = resolve_device(device, ordinal, checked.precision, local_rank())
     ranks = join(target)
     trainer = Trainer.start(checked, start, data.tokens, table, target, ranks)
@@ -111,6 +111,7 @@ def resume(
     processes: int = 1,
     eval_corpus: Path | None = None,
     eval_every: int | None = None,
+    eval_windows: int | None = None,
     checkpoint_every: int | None = None,
     keep_checkpoints: int | None = None,
     timing: Path | None = None,
@@ -127,7 +128,8 @@ def resume(
         request = {
             "command": "resume", "checkpoint": checkpoint, "corpus": corpus, "output": output,
             "steps": steps, "device": device, "ordinal": ordinal, "eval_corpus": eval_corpus,
-            "eval_every": eval_every, "checkpoint_every": checkpoint_every,
+            "eval_every": eval_every, "eval_windows": eval_windows,
+            "checkpoint_every": checkpoint_every,
             "keep_checkpoints": keep_checkpoints, "timing": timing,
         }  # fmt: skip
         return run_workers(request, processes, None, progress)
@@ -149,10 +151,12 @@ def resume(
             f"{named}, and this build draws from {GENERATOR}; a resume would not continue the "
             "same run"
         )
-    plan = recorded_plan(checkpoint, record, steps, eval_every, checkpoint_every, keep_checkpoints)
+    plan = recorded_plan(
+        checkpoint, record, steps, eval_every, checkpoint_every, keep_checkpoints, eval_windows
+    )
     table = check_data(data, state.model, plan.context)
     check_held_out(eval_corpus, eval_every)
-    held_out = open_held_out(eval_corpus, state.model, plan.context)
+    held_out = open_held_out(eval_corpus, state.model, plan)
     target = resolve_device(device, ordinal, plan.precision, local_rank())
     reasons = match_environment(checkpoint, record.get("environment", {}), target)
     ranks = join(target)

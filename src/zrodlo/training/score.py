@@ -10,6 +10,7 @@ Scoring switches dropout off and records no gradient, and leaves the model in th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,21 +56,25 @@ def score(
     device: torch.device,
     precision: str = "f32",
     ranks: Ranks | None = None,
+    windows: np.ndarray | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
 ) -> Score:
-    """Score every window of `table` in order, `batch_size` windows a forward pass.
+    """Score the windows `windows` of `table` ((k,) int64, in order; every window where None),
+    `batch_size` windows a forward pass, calling `on_batch(batches done, batches)` after each.
 
     With `ranks`, each process of a data-parallel run scores its contiguous share of the batches
     and the batch sums are added in batch order on every process: the one-process score, exactly.
     """
     ranks = ranks or Ranks(device=device)
-    batches = -(-len(table) // batch_size)
+    chosen = np.arange(len(table), dtype=np.int64) if windows is None else windows  # (k,)
+    batches = -(-len(chosen) // batch_size)
     was_training = model.training
     model.eval()
     sums, counts = [], []
     try:
         with torch.no_grad():
-            for first in (batch * batch_size for batch in ranks.block(batches)):
-                indices = np.arange(first, min(first + batch_size, len(table)))
+            for done, first in enumerate(batch * batch_size for batch in ranks.block(batches)):
+                indices = chosen[first : first + batch_size]  # (b,)
                 inputs, expected = collate(
                     tokens, table, indices, device, model.config.vocab_size
                 )  # (b, C-1) each
@@ -78,13 +83,15 @@ def score(
                 sums.append(float(summed_nll(logits, expected).item()))
                 counts.append(float(valid_targets(expected)))
                 release_pages(tokens)  # a held-out corpus larger than memory streams through
+                if on_batch is not None:
+                    on_batch(done + 1, len(ranks.block(batches)))
     finally:
         model.train(was_training)
     summed = 0.0
     for part in ranks.gather(sums, batches):
         summed += part
     targets = sum(int(count) for count in ranks.gather(counts, batches))
-    return Score(summed, targets, len(table))
+    return Score(summed, targets, len(chosen))
 
 
 def check_data(corpus: Corpus, model: Model, context: int) -> WindowTable:

@@ -120,7 +120,8 @@ def examples(draw) -> Example:
         min_learning_rate=0.001 if decay else None,
         clip_norm=draw(st.sampled_from([None, 0.05])),
         shuffle=draw(st.booleans()),
-        eval_every=draw(st.sampled_from([None, 1, 2])),
+        eval_every=(eval_every := draw(st.sampled_from([None, 1, 2]))),
+        eval_windows=draw(st.sampled_from([None, 1, 2])) if eval_every else None,
         checkpoint_every=every,
         keep_checkpoints=draw(st.sampled_from([None, 1, 2])),
     )
@@ -142,7 +143,7 @@ def run_from_scratch(
     """What `zrodlo model train` does once its flags are checked."""
     model = read_model(model_dir)
     table = check_data(corpus, model, plan.context)
-    held = open_held_out(held_out if plan.eval_every else None, model, plan.context)
+    held = open_held_out(held_out if plan.eval_every else None, model, plan)
     trainer = Trainer.start(plan, model, corpus.tokens, table, CPU)
     extra = {} if on_step is None else {"on_step": on_step}
     run_updates(trainer, plan, 0, output, model, provenance(plan, corpus, model), held, **extra)
@@ -152,17 +153,19 @@ def resume(
     checkpoint: Path, steps: int, writes: RunPlan, corpus: Corpus, held_out: Path, output: Path
 ) -> None:
     """What `zrodlo checkpoint resume` does once its flags are checked: everything from disk, the
-    plan from trainer.json; `writes` gives --eval-every, --checkpoint-every, --keep-checkpoints."""
+    plan from trainer.json; `writes` gives --eval-every, --eval-windows, --checkpoint-every and
+    --keep-checkpoints."""
     state = read_checkpoint(checkpoint)
     plan = RunPlan.from_hyperparameters(
         state.record["hyperparameters"],
         steps=steps,
         eval_every=writes.eval_every,
+        eval_windows=writes.eval_windows,
         checkpoint_every=writes.checkpoint_every,
         keep_checkpoints=writes.keep_checkpoints,
     )
     table = check_data(corpus, state.model, plan.context)
-    held = open_held_out(held_out if plan.eval_every else None, state.model, plan.context)
+    held = open_held_out(held_out if plan.eval_every else None, state.model, plan)
     trainer = Trainer.restore(plan, state, corpus.tokens, table, CPU)
     run_updates(
         trainer,
@@ -201,6 +204,7 @@ def assert_same_records(straight: Path, resumed: Path, plan: RunPlan, cuts: tupl
             assert rows_a[step][:5] == rows_b[step][:5], step
             assert rows_a[step][5] == ""
             entry_b = {**entries_b[step], "eval_loss": None}
+            entry_b.pop("eval_windows", None)  # the windows that score read, where not all
             assert entries_a[step] == entry_b, step
         else:
             assert rows_a[step] == rows_b[step], step
