@@ -86,9 +86,12 @@ def test_processes_make_the_one_process_run_to_the_bit(
     args = training(train_args, training_data, dropout_model, output, "--processes", processes)
     done = run(ZRODLO, *args, cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
-    assert done.stdout.endswith(
-        f"wrote 3 checkpoints into {output}; the last is {output / f'step-{STEPS}'}\n"
-    )
+    # The summary line ends with the share of wall time the held-out scores took.
+    assert re.search(
+        re.escape(f"wrote 3 checkpoints into {output}; the last is {output / f'step-{STEPS}'}")
+        + r"; held-out scores took \d+\.\d% of the run's wall time \(\d+\.\d of \d+\.\d s\)\n$",
+        done.stdout,
+    ), done.stdout
     assert done.stdout.count("step 1/") == 1  # progress is process 0's alone
     assert_same_run(alone, output)
     trainer = (output / f"step-{STEPS}" / "trainer.json").read_text()
