@@ -28,10 +28,15 @@ SCRIPTS = {
     "scale": "scale.py",
     "mask_kernel_cpu": "mask_kernel.py",
     "gpu": "gpu.py",
+    "presets": "presets.py",
+    "evaluation": "evaluation.py",
 }
-# The figures worth a reader's eye: ratios measured side by side, rates and peak memory.
+# The figures worth a reader's eye: ratios measured side by side, rates, peak memory, and what a
+# model size costs a step and how soon it reaches a loss.
 FIGURE = re.compile(
-    r"(over|share|speedup|per_second|ratio|of_medians|peak|cores_at_hand|equal)", re.IGNORECASE
+    r"(over|share|speedup|per_second|per_step|ratio|of_medians|peak|cores_at_hand|equal|parameters|"
+    r"seconds_to|loss_at_end)",
+    re.IGNORECASE,
 )
 LEFT_OUT = re.compile(r"(samples|machine|median_paired|load_average|seconds\.)")
 

@@ -8,20 +8,27 @@ from typing import Any
 import typer
 
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.presets import PRESETS, SHAPE
 from zrodlo.stages import options
 
 EXAMPLE = (
-    "Example: zrodlo model init --tokenizer tokenizer --output model --layers 4 --heads 4 "
-    "--d-model 128 --d-ff 512 --positions 128 --dropout 0.1 --seed 1"
+    "Example: zrodlo model init --tokenizer tokenizer --output model --preset small "
+    "--positions 128 --dropout 0.1 --seed 1"
 )
 
 
-@options.taking(options.declared(ModelConfig), after="output")
+@options.taking(options.declared(ModelConfig, optional=SHAPE), after="preset")
 def init(
     tokenizer: Path = typer.Option(
         ..., help="The tokenizer directory whose vocabulary the model reads."
     ),
     output: Path = typer.Option(..., help="The model directory to write; its parent must exist."),
+    preset: str | None = typer.Option(
+        None,
+        metavar="[" + "|".join(PRESETS) + "]",
+        help="A named size, its layers, heads, width and MLP width; a shape flag given overrides "
+        "its value. Without it, all four flags are needed.",
+    ),
     seed: int = typer.Option(
         ..., help="Keys the ChaCha20 draws of the initial weights (0 to 2^64-1)."
     ),
@@ -32,7 +39,7 @@ def init(
     from zrodlo.model.config import parameter_count
     from zrodlo.model.directory import init as init_model
 
-    written = init_model(tokenizer, output, seed=seed, **shape)
+    written = init_model(tokenizer, output, seed=seed, preset=preset, **shape)
     typer.echo(
         f"wrote {output}: {parameter_count(written.config):,} parameters, "
         f"model.safetensors sha256 {written.digests['model.safetensors']}"

@@ -38,9 +38,12 @@ TIMING = typer.Option(
 )
 
 
-def declared(declaration: type, only: Iterable[str] | None = None) -> list[inspect.Parameter]:
+def declared(
+    declaration: type, only: Iterable[str] | None = None, optional: Iterable[str] = ()
+) -> list[inspect.Parameter]:
     """The options of a declaration's fields that are options (those with help), in its order:
-    `--name-with-dashes`, its type, default, help and metavar; a bool is a switch."""
+    `--name-with-dashes`, its type, default, help and metavar; a bool is a switch. The fields
+    `optional` default to None, for the library to fill (a preset's shape)."""
     types = typing.get_type_hints(declaration)
     chosen = None if only is None else set(only)
     options = []
@@ -50,14 +53,16 @@ def declared(declaration: type, only: Iterable[str] | None = None) -> list[inspe
             continue
         flag = "--" + field.name.replace("_", "-")
         default = ... if field.default is dataclasses.MISSING else field.default
+        help = meta["help"]
+        if field.name in optional:
+            default, help = None, f"{help} By default the --preset's."
         if types[field.name] is bool:
-            option = typer.Option(default, flag, metavar="", help=meta["help"])
+            option = typer.Option(default, flag, metavar="", help=help)
         else:
-            option = typer.Option(default, flag, metavar=meta.get("metavar"), help=meta["help"])
+            option = typer.Option(default, flag, metavar=meta.get("metavar"), help=help)
         kind = inspect.Parameter.KEYWORD_ONLY
-        options.append(
-            inspect.Parameter(field.name, kind, default=option, annotation=types[field.name])
-        )
+        kind_of = types[field.name] if default is not None else types[field.name] | None
+        options.append(inspect.Parameter(field.name, kind, default=option, annotation=kind_of))
     return options
 
 

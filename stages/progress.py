@@ -41,6 +41,8 @@ class StepDisplay:
                 self.scoring += record.eval_seconds or 0.0
                 show(record)
 
+            if hasattr(show, "scoring"):
+                counted.scoring = show.scoring  # type: ignore[attr-defined]
             try:
                 yield counted
             finally:
@@ -83,6 +85,16 @@ def step_display(done: int, total: int) -> Iterator[Callable[[StepRecord], None]
             if record.eval_loss is not None:
                 progress.console.print(f"step {record.step}: held-out loss {record.eval_loss:.4f}")
 
+        scoring_since: dict[int, float] = {}
+
+        def scoring(step: int, done: int, total: int) -> None:
+            """After a second of a held-out score, the line says how far it has come."""
+            since = scoring_since.setdefault(step, time.perf_counter())
+            if time.perf_counter() - since >= ScoringDisplay.SHOWN_AFTER_S:
+                status = f"scoring the held-out corpus at step {step}: {done}/{total} batches"
+                progress.update(task, status=status)
+
+        live.scoring = scoring  # type: ignore[attr-defined]
         yield live
 
 

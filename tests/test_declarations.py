@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from zrodlo.model.config import ModelConfig, options_of
+from zrodlo.model.presets import SHAPE
 from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.training.plan import RunPlan
 
@@ -37,11 +38,17 @@ def options(declaration: type) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("stage", "section", "declaration", "extra"),
-    [("train", "train", RunPlan, COMPUTE | SHARES), ("init", "init", ModelConfig, {"seed"})],
+    ("stage", "section", "declaration", "extra", "preset"),
+    [
+        ("train", "train", RunPlan, COMPUTE | SHARES, ()),
+        # The init stage gives the model's shape as its preset, never the four flags.
+        ("init", "init", ModelConfig, {"seed", "preset"}, SHAPE),
+    ],
 )
-def test_params_and_the_stage_command_follow_the_declaration(stage, section, declaration, extra):
-    declared = options(declaration)
+def test_params_and_the_stage_command_follow_the_declaration(
+    stage, section, declaration, extra, preset
+):
+    declared = options(declaration) - set(preset)
     assert set(PARAMS[section]) <= declared | extra, "a param that declares no option"
     flags = passed(stage)
     for flag, value in flags.items():

@@ -31,7 +31,7 @@ ENV = {
     "OMP_NUM_THREADS": "1",
 }
 TINY = {
-    "init": {"layers": 1, "heads": 2, "d_model": 32, "d_ff": 64, "positions": 32},
+    "init": {"preset": "tiny", "positions": 32},
     "train": {
         "steps": 8, "context": 33, "batch_size": 4, "micro_batch_size": 2, "warmup": 0.25,
         "decay": 0.5, "eval_every": 4, "checkpoint_every": 2, "threads": 1,

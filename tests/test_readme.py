@@ -33,3 +33,25 @@ def test_the_scores_are_those_of_reports_metrics_json():
 def test_every_linked_document_exists():
     for link in re.findall(r"\]\(([^)#]+)\)", README):
         assert (ROOT / link).is_file(), link
+
+
+def test_the_sizes_are_those_benchmarks_presets_measured():
+    measured = json.loads((ROOT / "reports" / "bench" / "presets.json").read_text())
+    rows = re.findall(r"^\| `(tiny|small|medium)` \| (.+) \|$", README, re.M)
+    assert [name for name, _ in rows] == list(measured["presets"])
+    for name, cells in rows:
+        entry = measured["presets"][name]
+        shape = entry["shape"]
+        reached = [
+            "—" if seconds is None else f"{seconds:.0f} s"
+            for seconds in entry["training_seconds_to"].values()
+        ]
+        expected = [
+            f"{shape['layers']} × {shape['d_model']}",
+            f"{entry['parameters']:,}",
+            f"{entry['seconds_per_step']:.3f}",
+            f"{entry['suits_million_characters']:g} M",
+            *reached,
+            f"{entry['validation_loss_at_end']:.3f}",
+        ]
+        assert [cell.strip() for cell in cells.split("|")] == expected, name

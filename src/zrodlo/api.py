@@ -47,6 +47,7 @@ from zrodlo.evaluation.report import report
 from zrodlo.evaluation.sample import sample
 from zrodlo.model.config import ModelConfig, options_of
 from zrodlo.model.directory import init
+from zrodlo.model.presets import SHAPE
 from zrodlo.pipeline.check import check_params
 from zrodlo.pipeline.schedule import schedule_flags
 from zrodlo.storage.refusal import Refusal
@@ -59,19 +60,23 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _declare(function: Callable[..., Any], declaration: type) -> None:
+def _declare(function: Callable[..., Any], declaration: type, optional: tuple = ()) -> None:
     """Show the fields of `declaration` that are options as the keywords `function` takes as
-    **values, in the signature `help()` and `inspect.signature` give."""
-    empty = inspect.Parameter.empty
+    **values, in the signature `help()` and `inspect.signature` give; those `optional` default to
+    None (a preset's shape)."""
+
+    def default(field: dataclasses.Field) -> Any:
+        if field.name in optional:
+            return None
+        return inspect.Parameter.empty if field.default is dataclasses.MISSING else field.default
+
     declared = [
         inspect.Parameter(
-            field.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=empty if field.default is dataclasses.MISSING else field.default,
+            field.name, inspect.Parameter.KEYWORD_ONLY, default=default(field),
             annotation=field.type,
         )
         for field in options_of(declaration)
-    ]
+    ]  # fmt: skip
     signature = inspect.signature(function)
     own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     function.__signature__ = signature.replace(parameters=[*own, *declared])
@@ -80,4 +85,4 @@ def _declare(function: Callable[..., Any], declaration: type) -> None:
 # train's hyperparameters and init's shape are the declared fields: help() and the command line
 # show each of them, and a field added to the declaration is a keyword here at once.
 _declare(train, RunPlan)
-_declare(init, ModelConfig)
+_declare(init, ModelConfig, SHAPE)

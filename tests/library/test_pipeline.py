@@ -93,6 +93,11 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
          "train.warmup is 1.5; it is a share of train.steps, a number from 0 to 1"),
         ({"train": {"decay": "half"}},
          "train.decay is half; it is a share of train.steps, a number from 0 to 1"),
+        ({"init": {"preset": "huge"}},
+         "init.preset huge is no preset; choose tiny, small or medium"),
+        ({"init": {"layers": 4}},
+         "init.layers is read by no stage: the init stage takes the model's shape from "
+         "init.preset (tiny, small, medium)"),
         ({"train": {"warmup": 0.6, "decay": 0.5}},
          "train.warmup 0.6 and train.decay 0.5 add up to more than train.steps; the decay ends "
          "at the last step"),

@@ -13,6 +13,7 @@ from safetensors.torch import load_file
 
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.presets import PRESETS
 from zrodlo.model.weights import initial_weights
 
 SHAPE = {"layers": 1, "heads": 2, "d-model": 8, "d-ff": 16, "positions": 8}
@@ -204,6 +205,49 @@ def test_every_option_of_model_init_has_help(run_zrodlo, option_descriptions, tm
     returncode, stdout, _ = run_zrodlo("model", "init", "--help", cwd=tmp_path)
     assert returncode == 0
     options = option_descriptions(stdout)
-    expected = {"--tokenizer", "--output", *(f"--{flag}" for flag in SHAPE)}
+    expected = {"--tokenizer", "--output", "--preset", *(f"--{flag}" for flag in SHAPE)}
     assert set(options) == expected | {"--dropout", "--attention-dropout", "--seed", "--help"}
     assert all(options.values()), options
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_preset_gives_the_shape_and_a_flag_given_overrides_it(
+    tmp_path, tokenizer, run_zrodlo, preset
+):
+    args = ["--tokenizer", tokenizer, "--preset", preset, "--positions", 8, "--dropout", 0]
+    returncode, _, stderr = run_zrodlo("model", "init", *args, "--seed", 1, "--output",
+                                       tmp_path / "preset", cwd=tmp_path)  # fmt: skip
+    assert (returncode, stderr) == (0, "")
+    returncode, _, stderr = run_zrodlo("model", "init", *args, "--seed", 1, "--output",
+                                       tmp_path / "fewer", "--layers", 1, cwd=tmp_path)  # fmt: skip
+    assert (returncode, stderr) == (0, "")
+    config = json.loads((tmp_path / "preset" / "config.json").read_text())
+    assert {field: config[field] for field in PRESETS[preset]} == PRESETS[preset]
+    fewer = json.loads((tmp_path / "fewer" / "config.json").read_text())
+    assert fewer == {**config, "layers": 1}
+
+
+def test_the_small_preset_is_the_shape_the_pipeline_always_trained():
+    """params.yaml's init section held these four numbers before presets named them; the init
+    stage's weights in dvc.lock are the same bytes."""
+    assert PRESETS["small"] == {"layers": 4, "heads": 4, "d_model": 128, "d_ff": 512}
+
+
+def test_init_refuses_a_preset_that_is_not_one(tmp_path, tokenizer, assert_refused_in_process):
+    assert_refused_in_process(
+        *init_args(tmp_path, preset="huge"),
+        sentence="--preset huge is no preset; choose tiny, small or medium",
+    )
+
+
+@pytest.mark.parametrize("left_out", ["layers", "heads", "d-model", "d-ff"])
+def test_init_refuses_a_shape_without_a_preset_or_the_flag(
+    tmp_path, tokenizer, assert_refused_in_process, left_out
+):
+    args = init_args(tmp_path)
+    at = args.index(f"--{left_out}")
+    assert_refused_in_process(
+        *args[:at], *args[at + 2 :],
+        sentence=f"--{left_out} is not given; give it, or --preset (tiny, small or medium) for the "
+        "whole shape",
+    )  # fmt: skip

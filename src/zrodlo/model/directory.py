@@ -18,6 +18,7 @@ from zrodlo.data.tokenizer import FILE_NAME as TOKENIZER_FILE
 from zrodlo.data.tokenizer import CharTokenizer
 from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.presets import SHAPE, shape_of
 from zrodlo.model.weights import check_weights, initial_weights
 from zrodlo.storage import jsonfile, tensorfile
 from zrodlo.storage.digest import file_sha256, write_json
@@ -176,13 +177,17 @@ class InitializedModel:
     digests: dict[str, str]
 
 
-def init(tokenizer: Path, output: Path, *, seed: int, **shape: Any) -> InitializedModel:
+def init(
+    tokenizer: Path, output: Path, *, seed: int, preset: str | None = None, **shape: Any
+) -> InitializedModel:
     """Write the new model directory `output` for the tokenizer (or model) directory `tokenizer`:
     its configuration from `shape` (the fields of `ModelConfig` but the vocabulary, which is the
-    tokenizer's) and weights drawn from ChaCha20 keyed by `seed`."""
+    tokenizer's), where layers, heads, d_model and d_ff not given (or None) are the `preset`'s,
+    and weights drawn from ChaCha20 keyed by `seed`."""
     check_new_directory(output)
     fitted = CharTokenizer.load(tokenizer)
-    config = ModelConfig(vocab_size=fitted.vocab_size, **shape)
+    given = {field: shape.pop(field, None) for field in SHAPE}
+    config = ModelConfig(vocab_size=fitted.vocab_size, **shape_of(preset, given), **shape)
     config.validate()
     check_seed(seed)
     weights = initial_weights(config, seed)

@@ -16,6 +16,7 @@ from typing import Any
 from zrodlo.data.pools import check_shares
 from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.presets import PRESETS, SHAPE, shape_of
 from zrodlo.pipeline.params import read_params
 from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.storage.outputs import check_replaceable, replace_file
@@ -52,8 +53,7 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
     _check_documents(sections["documents"])
     splits, init, train = sections["splits"], sections["init"], sections["train"]
     _as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
-    shape = {key: value for key, value in init.items() if key != "seed"}
-    _as_params("init", lambda: ModelConfig(vocab_size=1, **shape).validate())
+    _check_init(init)
     _as_params("init", lambda: check_seed(init["seed"]))
     values = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
     values.update(schedule_steps(train))
@@ -124,6 +124,20 @@ def _check_documents(documents: dict) -> None:
             "documents.source is not given; it is the folder, .jsonl, .parquet or .csv file the "
             "documents stage imports"
         )
+
+
+def _check_init(init: dict) -> None:
+    """The init section names a preset for the model's shape, which the stage passes as --preset;
+    a shape key of its own would be read by nothing."""
+    for key in SHAPE:
+        if key in init:
+            raise Refusal(
+                f"init.{key} is read by no stage: the init stage takes the model's shape from "
+                f"init.preset ({', '.join(PRESETS)})"
+            )
+    rest = {key: value for key, value in init.items() if key not in ("seed", "preset")}
+    shape = _as_params("init", lambda: shape_of(init.get("preset"), {}))
+    _as_params("init", lambda: ModelConfig(vocab_size=1, **shape, **rest).validate())
 
 
 def _check_resume(before_end: Any, plan: RunPlan) -> None:

@@ -131,6 +131,8 @@ class _Report:
                     on_step = showing.enter_context(self.progress(*values))
                 elif kind == "step" and on_step is not None:
                     on_step(StepRecord(**values[0]))
+                elif kind == "scoring" and hasattr(on_step, "scoring"):
+                    on_step.scoring(*values)
                 elif kind == "warning":
                     category = NOTICES.get(values[1], UserWarning)
                     warnings.warn(values[0], category, stacklevel=1)

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -132,9 +133,11 @@ def run_updates(
                 release_pages(trainer.tokens)  # a run over a corpus larger than memory
                 if held_out is not None and plan.scores_at(record.step):
                     started = time.perf_counter()
+                    heard = getattr(on_step, "scoring", None) if records is not None else None
                     held = score(
                         trainer.model, held_out.corpus.tokens, held_out.table, plan.micro_batch,
                         trainer.device, plan.precision, ranks, held_out.windows,
+                        heard and partial(heard, record.step),
                     )  # fmt: skip
                     record = replace(
                         record, eval_loss=held.loss, eval_windows=held_out.digest,

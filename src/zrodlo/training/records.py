@@ -59,7 +59,9 @@ class StepRecord:
 
 
 # What a run shows its progress with: given the steps done and the steps to reach, a context that
-# yields the callback called after every step. Only the process that reports opens it.
+# yields the callback called after every step. Only the process that reports opens it. A callback
+# with an attribute `scoring(step, batches done, batches)` also hears of each forward pass of the
+# held-out scores, which take a while on a large held-out corpus.
 Progress = Callable[[int, int], AbstractContextManager[Callable[[StepRecord], None]]]
 
 

@@ -59,7 +59,12 @@ def _progress_to(channel: Connection) -> Callable:
     @contextmanager
     def progress(done: int, steps: int) -> Iterator[Callable[[StepRecord], None]]:
         send(channel, "start", done, steps)
-        yield lambda record: send(channel, "step", asdict(record))
+
+        def step(record: StepRecord) -> None:
+            send(channel, "step", asdict(record))
+
+        step.scoring = lambda *batches: send(channel, "scoring", *batches)  # type: ignore[attr-defined]
+        yield step
 
     return progress
 
