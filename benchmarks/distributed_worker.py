@@ -20,7 +20,7 @@ import torch.distributed as dist
 from train import SEED, model_config, plan_for
 
 from zrodlo.data.corpus import Corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import load_tokenizer
 from zrodlo.model.directory import Model
 from zrodlo.model.weights import initial_weights
 from zrodlo.training.ranks import Ranks, join
@@ -53,7 +53,7 @@ def main() -> None:
     corpus_path, config_text, result = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     size = json.loads(config_text)
     corpus = Corpus.open(corpus_path)
-    tokenizer = CharTokenizer.load(corpus_path.parent / "tokenizer")
+    tokenizer = load_tokenizer(corpus_path.parent / "tokenizer")
     config = model_config(size, tokenizer.vocab_size)
     model = Model(Path("model"), config, tokenizer, initial_weights(config, SEED))
     plan = replace(plan_for(size, size["steps"]), micro_batch_size=size["micro_batch"])

@@ -24,6 +24,7 @@ from zrodlo.stages import (
     schedule,
     split,
     tokenizer,
+    tokenizer_flags,
     train,
 )
 from zrodlo.storage.refusal import (
@@ -45,7 +46,9 @@ app = typer.Typer(
 documents_group = typer.Typer(
     help="Documents: bring them in, assign pools, split.", no_args_is_help=True
 )
-tokenizer_group = typer.Typer(help="The character tokenizer.", no_args_is_help=True)
+tokenizer_group = typer.Typer(
+    help="Tokenizers: characters, or a byte-level BPE.", no_args_is_help=True
+)
 corpus_group = typer.Typer(help="Token corpora prepared from documents.", no_args_is_help=True)
 app.add_typer(documents_group, name="documents")
 app.add_typer(tokenizer_group, name="tokenizer")
@@ -77,6 +80,7 @@ checkpoint_group.command("diff", epilog=diff.EXAMPLE)(diff.diff)
 app.command("report", epilog=report.EXAMPLE)(report.report)
 pipeline_group.command("check", epilog=pipeline.EXAMPLE)(pipeline.check)
 pipeline_group.command("schedule", epilog=schedule.EXAMPLE)(schedule.schedule)
+pipeline_group.command("tokenizer", epilog=tokenizer_flags.EXAMPLE)(tokenizer_flags.tokenizer)
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""`zrodlo tokenizer fit`: fit the character tokenizer on training documents (the `tokenizer` stage)."""
+"""`zrodlo tokenizer fit`: fit a tokenizer on training documents (the `tokenizer` stage)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from pathlib import Path
 
 import typer
 
-EXAMPLE = "Example: zrodlo tokenizer fit --documents pools/train.jsonl --output tokenizer"
+EXAMPLE = (
+    "Example: zrodlo tokenizer fit --documents pools/train.jsonl --output tokenizer --kind bpe "
+    "--vocab-size 1024"
+)
 
 
 def fit(
@@ -16,11 +19,26 @@ def fit(
     output: Path = typer.Option(
         ..., help="The directory to write tokenizer.json into; must not exist."
     ),
+    kind: str = typer.Option(
+        "char",
+        metavar="[char|bpe]",
+        help="char: one token a character of the documents. bpe: a byte-level BPE, the 256 bytes "
+        "and the merges most frequent in the documents.",
+    ),
+    vocab_size: int | None = typer.Option(
+        None,
+        help="With --kind bpe, the tokens its vocabulary holds: 258 (the bytes, BOS and EOS) or "
+        "more.",
+    ),
 ) -> None:
-    """Fit a character tokenizer on training documents only.
+    """Fit a tokenizer on training documents only.
 
-    Ids: UNK 0, BOS 1, EOS 2, then every character of the documents by code point from 3."""
+    char: UNK 0, BOS 1, EOS 2, then every character of the documents by code point from 3.
+    bpe: BOS 0, EOS 1, the bytes from 2, then the symbols its merges make (docs/tokenizers.md)."""
     from zrodlo.data.fitting import fit_tokenizer
 
-    tokenizer = fit_tokenizer(documents, output)
-    typer.echo(f"wrote {output}: vocab_size {tokenizer.vocab_size}, digest {tokenizer.digest}")
+    tokenizer = fit_tokenizer(documents, output, kind=kind, vocab_size=vocab_size)
+    line = f"wrote {output}: vocab_size {tokenizer.vocab_size}, digest {tokenizer.digest}"
+    if vocab_size is not None and tokenizer.vocab_size < vocab_size:
+        line += f" (fewer than the {vocab_size} asked: the documents hold no more pairs to merge)"
+    typer.echo(line)

@@ -256,3 +256,19 @@ def test_your_own_documents_are_a_params_change_and_a_dependency(baseline, tmp_p
     added = yaml.safe_load((copy / "my_texts.dvc").read_text())["outs"][0]
     assert source["md5"] == added["md5"] and source["md5"].endswith(".dir")
     assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+
+
+def test_subword_tokens_are_a_params_change(baseline, tmp_path):
+    """tokenizer.kind bpe with a vocabulary size runs the whole pipeline from the tokenizer on:
+    a byte-level BPE of that size, corpora of fewer tokens than characters, and a model whose
+    vocabulary is the tokenizer's."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    ran = dvc("exp", "run", "-S", "tokenizer.kind=bpe", "-S", "tokenizer.vocab_size=300", cwd=copy)
+    assert stages_run(ran)[:3] == ["pipeline", "tokenizer", "prepare@train"], ran
+    tokenizer = json.loads((copy / "tokenizer" / "tokenizer.json").read_text())
+    assert (tokenizer["kind"], tokenizer["vocab_size"]) == ("bpe", 300)
+    corpus = json.loads((copy / "corpus" / "train" / "corpus.json").read_text())
+    assert corpus["tokens"] - 2 * corpus["documents"] < corpus["characters"]
+    assert json.loads((copy / "model" / "config.json").read_text())["vocab_size"] == 300
+    assert json.loads((copy / "reports" / "resume.json").read_text())["equal"] is True
+    assert json.loads(dvc("status", "--json", cwd=copy)) == {}

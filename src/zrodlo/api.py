@@ -24,8 +24,8 @@ own entry point, never the caller's script, so they work from a notebook as from
 
 The commands are: torch_docs and import_documents (`documents torch-docs`, `documents import`),
 assign, split, fit_tokenizer (`tokenizer fit`), prepare, init, train, resume, evaluate, sample,
-export, diff (`checkpoint diff`), report, check_params (`pipeline check`) and schedule_flags
-(`pipeline schedule`).
+export, diff (`checkpoint diff`), report, check_params (`pipeline check`), schedule_flags
+(`pipeline schedule`) and tokenizer_flags (`pipeline tokenizer`).
 """
 
 from __future__ import annotations
@@ -50,13 +50,14 @@ from zrodlo.model.directory import init
 from zrodlo.model.presets import SHAPE
 from zrodlo.pipeline.check import check_params
 from zrodlo.pipeline.schedule import schedule_flags
+from zrodlo.pipeline.tokenizer import tokenizer_flags
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.runs import resume, train
 
 __all__ = [
     "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "init",
-    "prepare", "report", "resume", "sample", "schedule_flags", "split", "torch_docs", "train",
+    "prepare", "report", "resume", "sample", "schedule_flags", "split", "tokenizer_flags", "torch_docs", "train",
 ]  # fmt: skip
 
 

@@ -36,6 +36,7 @@ COMMANDS = {
     ("model", "sample"): api.sample, ("model", "export"): api.export,
     ("checkpoint", "resume"): api.resume, ("checkpoint", "diff"): api.diff, ("report",): api.report,
     ("pipeline", "check"): api.check_params, ("pipeline", "schedule"): api.schedule_flags,
+    ("pipeline", "tokenizer"): api.tokenizer_flags,
 }  # fmt: skip
 # What only the command line has: how it prints (--json), and a run's progress, which the API
 # takes as a function.

@@ -11,6 +11,7 @@ import yaml
 
 from zrodlo.pipeline.check import check_params
 from zrodlo.pipeline.schedule import schedule_steps
+from zrodlo.pipeline.tokenizer import tokenizer_flags
 from zrodlo.storage.refusal import Refusal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,3 +137,33 @@ def test_without_the_resume_check_any_steps_are_accepted(tmp_path):
     """resume.check false: the resume stage continues nothing, so no checkpoint need be kept."""
     for steps in (45, 250, 1001):
         check_params(params_with(tmp_path, train={"steps": steps}, resume={"check": False}))
+
+
+@pytest.mark.parametrize(
+    ("section", "flags"),
+    [
+        ({"kind": "char", "vocab_size": 1024}, "--kind char"),
+        ({"kind": "bpe", "vocab_size": 1024}, "--kind bpe --vocab-size 1024"),
+    ],
+)
+def test_the_tokenizer_section_becomes_tokenizer_fits_flags(tmp_path, section, flags):
+    """vocab_size is read only for a BPE, so that -S tokenizer.kind=bpe alone switches kinds."""
+    assert tokenizer_flags(params_with(tmp_path, tokenizer=section)) == flags
+
+
+@pytest.mark.parametrize(
+    ("section", "sentence"),
+    [
+        ({"kind": "word"}, "tokenizer.kind is word; it is char or bpe"),
+        ({"kind": "bpe", "vocab_size": 100},
+         "tokenizer.vocab_size is 100; a byte-level BPE holds the 256 bytes and BOS and EOS, so it "
+         "is 258 or more, and at most 1,048,576"),
+        ({"kind": "bpe", "vocab_size": None},
+         "tokenizer.kind bpe needs tokenizer.vocab_size, the tokens its vocabulary holds (258 or "
+         "more)"),
+    ],
+)  # fmt: skip
+def test_the_check_refuses_a_tokenizer_section_naming_the_params(tmp_path, section, sentence):
+    with pytest.raises(Refusal) as refused:
+        check_params(params_with(tmp_path, tokenizer=section))
+    assert refused.value.sentence == sentence

@@ -16,7 +16,7 @@ from safetensors import safe_open
 
 from zrodlo.data.batches import collate
 from zrodlo.data.corpus import Corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import load_tokenizer
 from zrodlo.data.windows import build_windows
 from zrodlo.model.directory import MODEL_FILES
 from zrodlo.model.gpt import GPT
@@ -120,7 +120,7 @@ def test_transformers_loss_is_zrodlo_model_evaluates(
     ],
 )
 def test_every_character_encodes_to_zrodlos_id(text, hf_tokenizer, trained_run):
-    ours = CharTokenizer.load(trained_run / "step-6")
+    ours = load_tokenizer(trained_run / "step-6")
     expected = ours.encode(text).tolist()
     assert hf_tokenizer(text)["input_ids"] == expected
     known = "".join(ours.characters)

@@ -19,7 +19,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from forgery import replace_member, rewrite_record, sha256
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import CharTokenizer, load_tokenizer
 from zrodlo.draws.chacha import GENERATOR
 
 STATE_FILES = ("model.safetensors", "optimizer.safetensors")
@@ -76,7 +76,7 @@ def test_resume_refuses_a_tokenizer_other_than_the_one_trained_with(tmp_path, ru
     checkpoint = run / "step-4"
     other = tmp_path / "other-tokenizer"
     other.mkdir()
-    trained = CharTokenizer.load(checkpoint)
+    trained = load_tokenizer(checkpoint)
     # A valid tokenizer of the same size, so only its content tells it apart.
     CharTokenizer(tuple(point + 1 for point in trained.points)).save(other)
     replace_member(checkpoint, "tokenizer.json", (other / "tokenizer.json").read_bytes())

@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 
 from oracles import window_order
 from zrodlo.data.corpus import Corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import load_tokenizer
 from zrodlo.data.windows import build_windows
 from zrodlo.draws.bijection import bijection
 from zrodlo.draws.chacha import GENERATOR, Purpose, Stream
@@ -188,7 +188,7 @@ def test_trainer_record_names_the_run_data_and_environment(training_data, main_r
     assert record["generator"] == GENERATOR
     assert record["seed"] == 3
     assert record["corpus_digest"] == corpus["corpus_digest"]
-    assert record["tokenizer_digest"] == CharTokenizer.load(training_data.tokenizer).digest
+    assert record["tokenizer_digest"] == load_tokenizer(training_data.tokenizer).digest
     assert record["hyperparameters"] == {
         "context": 9,
         "batch_size": 4,
@@ -584,7 +584,7 @@ def test_refuses_a_context_beyond_the_model_positions(refused):
 
 def foreign_sentence(corpus: Path, model: Path) -> str:
     recorded = json.loads((corpus / "corpus.json").read_text())["tokenizer_digest"]
-    digest = CharTokenizer.load(model).digest
+    digest = load_tokenizer(model).digest
     assert recorded != digest
     return (
         f"{corpus} was encoded with another tokenizer than {model}: its corpus.json records "

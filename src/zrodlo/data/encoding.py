@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from zrodlo.data.documents import batched, read_documents
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.storage.refusal import Refusal
 
 # Forking is cheap and safe on Linux; on macOS a forked child of a process holding system
@@ -41,7 +41,8 @@ SLOTS = 3  # one being filled, one being written and hashed, one spare
 @dataclass(frozen=True)
 class Batch:
     """Documents encoded one after another: ids (k,), tokens (sum of sizes,) of the corpus's
-    token type, each document BOS c1..cn EOS, and sizes (k,) int64, n+2 each.
+    token type, each document BOS t1..tn EOS, sizes (k,) int64, n+2 each, and the characters of
+    their texts (the tokens of a subword tokenizer are fewer).
 
     `done` must be called once the tokens are no longer needed: they may lie in a shared slot
     that the child fills again after it."""
@@ -49,11 +50,12 @@ class Batch:
     ids: list[str]
     tokens: np.ndarray
     sizes: np.ndarray
+    characters: int
     done: Callable[[], None] = lambda: None
 
 
 def encoded_batches(
-    documents: Path, tokenizer: CharTokenizer, dtype: np.dtype, characters: int
+    documents: Path, tokenizer: Tokenizer, dtype: np.dtype, characters: int
 ) -> Iterator[Batch]:
     """The documents of a file in batches of about `characters` characters, checked line by
     line as `read_documents` checks them and encoded with `tokenizer` into `dtype` tokens, in
@@ -90,12 +92,12 @@ def _receive(
     slot_size = len(ring) // SLOTS
     try:
         while (message := _received(receiving, documents)) is not None:
-            ids, sizes, slot, count = message
+            ids, sizes, slot, count, characters = message
             if slot is None:
                 tokens = np.frombuffer(receiving.recv_bytes(), dtype=dtype)
             else:
                 tokens = np.frombuffer(ring, dtype=dtype, count=count, offset=slot * slot_size)
-            yield Batch(ids, tokens, sizes, free.release)
+            yield Batch(ids, tokens, sizes, characters, free.release)
     finally:
         receiving.close()
         child.terminate()  # a caller that stops early leaves no child behind
@@ -121,11 +123,12 @@ class _Failed:
 
 
 def _encode(
-    documents: Path, tokenizer: CharTokenizer, dtype: np.dtype, characters: int
+    documents: Path, tokenizer: Tokenizer, dtype: np.dtype, characters: int
 ) -> Iterator[Batch]:
     for batch in batched(read_documents(documents), characters):
-        tokens, sizes = tokenizer.encode_documents([document.text for document in batch], dtype)
-        yield Batch([document.id for document in batch], tokens, sizes)
+        texts = [document.text for document in batch]
+        tokens, sizes = tokenizer.encode_documents(texts, dtype)
+        yield Batch([document.id for document in batch], tokens, sizes, sum(map(len, texts)))
 
 
 def _encode_into(
@@ -133,11 +136,11 @@ def _encode_into(
     ring: mmap.mmap,
     free: Semaphore,
     documents: Path,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     dtype: np.dtype,
     characters: int,
 ) -> None:
-    """The child: for each batch (ids, sizes, slot, token count), its tokens in that slot of the
+    """The child: for each batch (ids, sizes, slot, token count, characters), its tokens in that slot of the
     ring or, with slot None, as bytes down the pipe after it; None at the end."""
     slot_size, turn = len(ring) // SLOTS, 0
     try:
@@ -149,12 +152,12 @@ def _encode_into(
             # Encoded straight into the slot where the batch fits, with no array of its own.
             texts = [document.text for document in batch]
             tokens, sizes = tokenizer.encode_documents(texts, dtype, out=room)
-            ids = [document.id for document in batch]
+            ids, characters = [document.id for document in batch], sum(map(len, texts))
             if len(tokens) > len(room):  # too large for a slot: down the pipe
-                sending.send((ids, sizes, None, len(tokens)))
+                sending.send((ids, sizes, None, len(tokens), characters))
                 sending.send_bytes(tokens.data)
             else:
-                sending.send((ids, sizes, turn, len(tokens)))
+                sending.send((ids, sizes, turn, len(tokens), characters))
                 turn = (turn + 1) % SLOTS
         sending.send(None)
     except Refusal as refusal:

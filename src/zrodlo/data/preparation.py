@@ -30,7 +30,7 @@ from zrodlo.data.corpus import (
 )
 from zrodlo.data.encoding import encoded_batches
 from zrodlo.data.formats import CorpusManifest
-from zrodlo.data.tokenizer import UNK, CharTokenizer
+from zrodlo.data.tokenizer import Tokenizer, load_tokenizer
 from zrodlo.data.verification import ContentDigest, drop_behind_pages
 from zrodlo.storage.digest import file_sha256, json_sha256, write_json
 from zrodlo.storage.outputs import check_new_directory, new_directory
@@ -43,7 +43,7 @@ def prepare(documents: Path, tokenizer: Path, output: Path) -> CorpusManifest:
     """Encode a documents file with the tokenizer (or model) directory `tokenizer` into the new
     corpus directory `output`; return its manifest, as corpus.json records it."""
     check_new_directory(output)
-    fitted = CharTokenizer.load(tokenizer)
+    fitted = load_tokenizer(tokenizer)
     with new_directory(output) as partial:
         return prepare_corpus(documents, fitted, partial)
 
@@ -60,7 +60,7 @@ def _write_through(sink: BinaryIO, tokens: np.ndarray) -> None:
 
 def prepare_corpus(
     documents: Path,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     output: Path,
     batch_characters: int = _BATCH_CHARACTERS,
 ) -> CorpusManifest:
@@ -75,7 +75,7 @@ def prepare_corpus(
     """
     dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
     content, tokens_hash = ContentDigest(), hashlib.sha256()
-    count = characters = unknown = largest = 0
+    count = characters = total = unknown = largest = 0
     with (
         # Closed on the way out, however it goes: no child outlives the preparation.
         contextlib.closing(
@@ -103,8 +103,10 @@ def prepare_corpus(
                 if previous is not None:
                     previous.done()
                 count += len(ids)
-                characters += len(tokens) - 2 * len(ids)
-                unknown += int(np.count_nonzero(tokens == UNK))
+                characters += batch.characters
+                total += len(tokens)
+                if tokenizer.unk is not None:
+                    unknown += int(np.count_nonzero(tokens == tokenizer.unk))
                 largest = max(largest, int(tokens.max()))
                 pending = [
                     writing.submit(_write_through, sink, tokens),
@@ -122,10 +124,10 @@ def prepare_corpus(
         "corpus_digest": content.hexdigest(),
         "documents": count,
         "characters": characters,
-        "tokens": characters + 2 * count,
-        "targets": characters + count,
+        "tokens": total,
+        "targets": total - count,  # every token but each document's BOS
         "unknown_tokens": unknown,
-        "unknown_rate": unknown / characters,
+        "unknown_rate": unknown / (total - 2 * count),  # of the tokens between BOS and EOS
         "token_type": token_type(tokenizer.vocab_size),
         "largest_token": largest,
         "source": {"path": str(documents), "sha256": source_digest.result()},

@@ -1,4 +1,6 @@
-"""The character tokenizer: fitted on training documents only, encoding whole batches at once.
+"""Tokenizer files, and the character tokenizer: fitted on training documents only, encoding whole
+batches at once. A tokenizer.json names its kind: "char" (here) or "bpe"
+(`zrodlo.data.bpe_tokenizer`); `load_tokenizer` reads either.
 
 Ids: UNK 0, BOS 1, EOS 2, then the fitted characters from 3 in code point order. A character the
 training documents never held encodes as UNK. Lone surrogates are not characters and are never
@@ -10,10 +12,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -46,6 +49,9 @@ class CharTokenizer:
     """A character vocabulary; `points` are the fitted code points in id order from 3."""
 
     points: tuple[int, ...]
+
+    kind = "char"
+    bos, eos, unk = BOS, EOS, UNK
 
     @classmethod
     def fit(cls, texts: Iterable[str]) -> CharTokenizer:
@@ -117,46 +123,17 @@ class CharTokenizer:
                 out.append("\ufffd")
         return "".join(out)
 
+    def document(self) -> dict:
+        """What tokenizer.json holds."""
+        return {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
+
     def save(self, directory: Path) -> None:
-        document = {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
-        write_json(directory / FILE_NAME, document)
+        write_json(directory / FILE_NAME, self.document())
 
     @classmethod
-    def load(cls, path: Path) -> CharTokenizer:
-        """Load a tokenizer directory (or any directory holding tokenizer.json, such as a model)."""
-        file = path / FILE_NAME if path.is_dir() else path
-        if not file.is_file():
-            raise Refusal(
-                f"{path} holds no {FILE_NAME}; a tokenizer is written by zrodlo tokenizer fit"
-            )
-        try:
-            data = read_input(file)
-        except OSError as error:
-            raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
-        return cls.from_bytes(file, data)
-
-    @classmethod
-    def from_bytes(cls, file: Path, content: bytes | memoryview) -> CharTokenizer:
-        """The tokenizer whose tokenizer.json bytes are `content` (already read, maybe checked)."""
-        try:
-            data = jsonfile.loads(content)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
-        tokenizer = cls._from_document(file, data)
-        if data.get("digest") != tokenizer.digest:
-            raise Refusal(
-                f"{file} records digest {data.get('digest')}, and its content has digest "
-                f"{tokenizer.digest}; the file was changed after it was fitted"
-            )
-        return tokenizer
-
-    @classmethod
-    def _from_document(cls, file: Path, data: object) -> CharTokenizer:
-        def broken(reason: str) -> Refusal:
-            return Refusal(f"{file} does not load as a tokenizer: {reason}")
-
-        if not isinstance(data, dict) or data.get("kind") != "char":
-            raise broken('it is not a JSON object of kind "char"')
+    def from_document(cls, data: dict, broken: Callable[[str], Refusal]) -> CharTokenizer:
+        """The tokenizer a parsed tokenizer.json of kind "char" holds; `broken(reason)` is the
+        refusal for a file that holds none."""
         if data.get("special") != SPECIAL:
             raise broken("its special ids are not UNK 0, BOS 1, EOS 2")
         characters = data.get("characters")
@@ -168,3 +145,68 @@ class CharTokenizer:
         if any(a >= b for a, b in itertools.pairwise(points)):
             raise broken("its characters are not in strictly rising code point order")
         return cls(tuple(points))
+
+
+class Tokenizer(Protocol):
+    """What every kind of tokenizer offers: `CharTokenizer` and `BPETokenizer`. `unk` is None
+    for a tokenizer that encodes every text without an unknown token."""
+
+    kind: str
+    bos: int
+    eos: int
+    unk: int | None
+
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def digest(self) -> str: ...
+    def canonical(self) -> dict: ...
+    def document(self) -> dict: ...
+    def save(self, directory: Path) -> None: ...
+    def encode(self, text: str, out: np.ndarray | None = None) -> np.ndarray: ...
+    def encode_documents(
+        self, texts: list[str], dtype: np.dtype | type = np.int32, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+    def decode(self, ids: Iterable[int]) -> str: ...
+
+
+def load_tokenizer(path: Path) -> Tokenizer:
+    """Load a tokenizer directory (or any directory holding tokenizer.json, such as a model)."""
+    file = path / FILE_NAME if path.is_dir() else path
+    if not file.is_file():
+        raise Refusal(
+            f"{path} holds no {FILE_NAME}; a tokenizer is written by zrodlo tokenizer fit"
+        )
+    try:
+        data = read_input(file)
+    except OSError as error:
+        raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
+    return tokenizer_from_bytes(file, data)
+
+
+def tokenizer_from_bytes(file: Path, content: bytes | memoryview) -> Tokenizer:
+    """The tokenizer whose tokenizer.json bytes are `content` (already read, maybe checked), of
+    the kind the file names; refused where its content is not what its digest records."""
+
+    def broken(reason: str) -> Refusal:
+        return Refusal(f"{file} does not load as a tokenizer: {reason}")
+
+    try:
+        data = jsonfile.loads(content)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise broken(str(error)) from None
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind == "char":
+        tokenizer: Tokenizer = CharTokenizer.from_document(data, broken)
+    elif kind == "bpe":
+        from zrodlo.data.bpe_tokenizer import BPETokenizer  # the tokenizers library, when needed
+
+        tokenizer = BPETokenizer.from_document(data, broken)
+    else:
+        raise broken('it is not a JSON object of kind "char" or "bpe"')
+    if data.get("digest") != tokenizer.digest:
+        raise Refusal(
+            f"{file} records digest {data.get('digest')}, and its content has digest "
+            f"{tokenizer.digest}; the file was changed after it was fitted"
+        )
+    return tokenizer

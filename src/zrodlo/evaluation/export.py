@@ -4,11 +4,13 @@ offline, computing the same logits and encoding text to the same ids.
 
 Zrodlo's model is GPT-2's architecture with its own sizes: learned positions, pre-LayerNorm blocks,
 exact (erf) GELU, LayerNorm epsilon 1e-5, and an LM head of its own (untied). GPT-2 keeps its
-projections in Conv1D layers, whose weight is (in, out): the transpose of an nn.Linear's. The
-tokenizer becomes a `tokenizers` word-level vocabulary over single characters, ids as Zrodlo's:
-UNK 0, BOS 1, EOS 2 (also padding), then the fitted characters; a character it never saw is UNK.
-Special tokens are never read out of text: "<bos>" typed in a prompt is five characters, as in
-Zrodlo. Like Zrodlo's windows, a text fed to the model starts with BOS; the tokenizer adds none.
+projections in Conv1D layers, whose weight is (in, out): the transpose of an nn.Linear's. A
+character tokenizer becomes a `tokenizers` word-level vocabulary over single characters, ids as
+Zrodlo's: UNK 0, BOS 1, EOS 2 (also padding), then the fitted characters; a character it never saw
+is UNK. A byte-level BPE is written as the `tokenizers` BPE that encodes for Zrodlo, its ids
+Zrodlo's (BOS 0, EOS 1 and padding, the bytes, the merges). Special tokens are never read out of
+text: "<bos>" typed in a prompt is its characters, as in Zrodlo. Like Zrodlo's windows, a text fed
+to the model starts with BOS; the tokenizer adds none.
 
 `tokenizers` is needed only here: it comes with the `hf` extra.
 """
@@ -17,11 +19,12 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import save_file
 
-from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer
+from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, Tokenizer
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.gpt import NORM_EPS
 from zrodlo.storage.digest import write_json
@@ -57,8 +60,8 @@ _MODEL_NAMES = {
 }
 
 
-def gpt2_config(config: ModelConfig) -> dict:
-    """The GPT-2 configuration that states `config` exactly."""
+def gpt2_config(config: ModelConfig, tokenizer: Tokenizer) -> dict:
+    """The GPT-2 configuration that states `config` exactly, with the tokenizer's BOS and EOS."""
     return {
         "architectures": ["GPT2LMHeadModel"],
         "model_type": "gpt2",
@@ -77,9 +80,9 @@ def gpt2_config(config: ModelConfig) -> dict:
         "scale_attn_by_inverse_layer_idx": False,
         "reorder_and_upcast_attn": False,
         "tie_word_embeddings": False,
-        "bos_token_id": BOS,
-        "eos_token_id": EOS,
-        "pad_token_id": EOS,
+        "bos_token_id": tokenizer.bos,
+        "eos_token_id": tokenizer.eos,
+        "pad_token_id": tokenizer.eos,
         "dtype": "float32",
     }
 
@@ -99,8 +102,30 @@ def gpt2_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return renamed
 
 
-def write_tokenizer(tokenizer: CharTokenizer, directory: Path, positions: int) -> None:
+def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> None:
     """tokenizer.json, built with the `tokenizers` library, and tokenizer_config.json."""
+    special = {"bos_token": tokenizer.bos, "eos_token": tokenizer.eos, "pad_token": tokenizer.eos}
+    if tokenizer.kind == "bpe":
+        tokenizer.library.save(str(directory / "tokenizer.json"))
+        names = dict(enumerate(tokenizer.vocabulary[:2]))
+    else:
+        _character_tokenizer(tokenizer).save(str(directory / "tokenizer.json"))
+        names = SPECIAL_TOKENS
+        special = {"unk_token": UNK, **special}
+    write_json(
+        directory / "tokenizer_config.json",
+        {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            **{role: names[token] for role, token in special.items()},
+            "split_special_tokens": True,
+            "model_max_length": positions,
+            "clean_up_tokenization_spaces": False,
+        },
+    )
+
+
+def _character_tokenizer(tokenizer: CharTokenizer) -> Any:
+    """The `tokenizers` word-level tokenizer of a character tokenizer's ids."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
     vocabulary = {text: token for token, text in SPECIAL_TOKENS.items()}
@@ -110,20 +135,7 @@ def write_tokenizer(tokenizer: CharTokenizer, directory: Path, positions: int) -
     built.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     built.decoder = decoders.Fuse()
     built.add_special_tokens(list(SPECIAL_TOKENS.values()))
-    built.save(str(directory / "tokenizer.json"))
-    write_json(
-        directory / "tokenizer_config.json",
-        {
-            "tokenizer_class": "PreTrainedTokenizerFast",
-            "unk_token": SPECIAL_TOKENS[UNK],
-            "bos_token": SPECIAL_TOKENS[BOS],
-            "eos_token": SPECIAL_TOKENS[EOS],
-            "pad_token": SPECIAL_TOKENS[EOS],
-            "split_special_tokens": True,
-            "model_max_length": positions,
-            "clean_up_tokenization_spaces": False,
-        },
-    )
+    return built
 
 
 def _characters(tokenizer: CharTokenizer) -> list[tuple[int, str]]:
@@ -140,7 +152,7 @@ def export(model: Path, output: Path) -> Path:
         )
     loaded = read_model(model)
     with new_directory(output) as partial:
-        write_json(partial / "config.json", gpt2_config(loaded.config))
+        write_json(partial / "config.json", gpt2_config(loaded.config, loaded.tokenizer))
         save_file(gpt2_weights(loaded.weights), partial / WEIGHTS_FILE, metadata={"format": "pt"})
         write_tokenizer(loaded.tokenizer, partial, loaded.config.positions)
     return output

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer
+from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.draws.chacha import Purpose, Stream, check_seed
 from zrodlo.draws.floats import uniform
 from zrodlo.model.device import resolve_device
@@ -40,13 +40,18 @@ def check_sampling(tokens: int, temperature: float, top_k: int | None) -> None:
         raise Refusal(f"--top-k is {top_k}; it must be one or more, or left out for all tokens")
 
 
-def unknown_characters(tokenizer: CharTokenizer, prompt: str) -> list[str]:
-    """The prompt's characters the tokenizer does not know, in order of first appearance."""
-    ids = tokenizer.encode(prompt)
-    return list(dict.fromkeys(c for c, i in zip(prompt, ids.tolist(), strict=True) if i == UNK))
+def unknown_characters(tokenizer: Tokenizer, prompt: str) -> list[str]:
+    """The prompt's characters the tokenizer does not know, in order of first appearance (none
+    for a byte-level tokenizer, which knows every text)."""
+    if tokenizer.unk is None:
+        return []
+    ids = tokenizer.encode(prompt)  # one id a character
+    return list(
+        dict.fromkeys(c for c, i in zip(prompt, ids.tolist(), strict=True) if i == tokenizer.unk)
+    )
 
 
-def unknown_warning(tokenizer: CharTokenizer, prompt: str) -> str | None:
+def unknown_warning(tokenizer: Tokenizer, prompt: str) -> str | None:
     """The warning a prompt with characters the tokenizer does not know deserves, if any."""
     unknown = unknown_characters(tokenizer, prompt)
     if not unknown:
@@ -73,7 +78,7 @@ def choose(logits: np.ndarray, temperature: float, top_k: int | None, draw: floa
 
 def draw(
     model: GPT,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     prompt: str,
     tokens: int,
     temperature: float,
@@ -84,7 +89,7 @@ def draw(
     """Continue BOS + prompt by up to `tokens` tokens (stopping at EOS); return the new text."""
     stream = Stream(seed, Purpose.SAMPLING)
     draws = uniform(stream, 0, tokens)  # (tokens,) one uniform per token drawn
-    sequence = [BOS, *tokenizer.encode(prompt).tolist()]
+    sequence = [tokenizer.bos, *tokenizer.encode(prompt).tolist()]
     produced: list[int] = []
     model.eval()
     with torch.no_grad():
@@ -93,7 +98,7 @@ def draw(
             inputs = torch.tensor([window], dtype=torch.long, device=device)  # (1, T)
             logits = model(inputs)[0, -1].float().cpu().numpy()  # (V,)
             token = choose(logits, temperature, top_k, float(draws[i]))
-            if token == EOS:
+            if token == tokenizer.eos:
                 break
             sequence.append(token)
             produced.append(token)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from zrodlo.data.tokenizer import FILE_NAME as TOKENIZER_FILE
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import Tokenizer, load_tokenizer, tokenizer_from_bytes
 from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.presets import SHAPE, shape_of
@@ -35,7 +35,7 @@ MODEL_FORMAT = 1
 
 
 def write_model(
-    directory: Path, config: ModelConfig, tokenizer: CharTokenizer, weights: dict[str, torch.Tensor]
+    directory: Path, config: ModelConfig, tokenizer: Tokenizer, weights: dict[str, torch.Tensor]
 ) -> dict[str, str]:
     """Write the files of a model directory; return their sha256 by file name."""
     return write_model_files(directory, config, tokenizer, {WEIGHTS_FILE: weights})
@@ -44,7 +44,7 @@ def write_model(
 def write_model_files(
     directory: Path,
     config: ModelConfig,
-    tokenizer: CharTokenizer,
+    tokenizer: Tokenizer,
     tensor_files: dict[str, dict[str, torch.Tensor]],
 ) -> dict[str, str]:
     """Write the files of a model directory, its weights among `tensor_files` (file name to
@@ -81,7 +81,7 @@ class Model:
 
     path: Path
     config: ModelConfig
-    tokenizer: CharTokenizer
+    tokenizer: Tokenizer
     weights: dict[str, torch.Tensor]
 
 
@@ -108,7 +108,7 @@ def check_readable(path: Path) -> None:
 def model_from_files(path: Path, verified: dict[str, memoryview]) -> Model:
     """The model whose files' checked bytes are `verified` (file name to bytes)."""
     config = read_config(path, verified[CONFIG_FILE])
-    tokenizer = CharTokenizer.from_bytes(path / TOKENIZER_FILE, verified[TOKENIZER_FILE])
+    tokenizer = tokenizer_from_bytes(path / TOKENIZER_FILE, verified[TOKENIZER_FILE])
     weights_file = path / WEIGHTS_FILE
     weights = tensorfile.parse(weights_file, verified[WEIGHTS_FILE])
     check_weights(config, weights, str(weights_file))
@@ -185,7 +185,7 @@ def init(
     tokenizer's), where layers, heads, d_model and d_ff not given (or None) are the `preset`'s,
     and weights drawn from ChaCha20 keyed by `seed`."""
     check_new_directory(output)
-    fitted = CharTokenizer.load(tokenizer)
+    fitted = load_tokenizer(tokenizer)
     given = {field: shape.pop(field, None) for field in SHAPE}
     config = ModelConfig(vocab_size=fitted.vocab_size, **shape_of(preset, given), **shape)
     config.validate()

@@ -9,7 +9,6 @@ experiment that could not finish is refused before it trains.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,9 @@ from zrodlo.data.pools import check_shares
 from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.presets import PRESETS, SHAPE, shape_of
-from zrodlo.pipeline.params import read_params
+from zrodlo.pipeline.params import as_params, read_params
 from zrodlo.pipeline.schedule import schedule_steps
+from zrodlo.pipeline.tokenizer import tokenizer_args
 from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
@@ -28,6 +28,7 @@ from zrodlo.training.plan import RunPlan
 RULES = (
     "documents: a source and the flags documents import takes",
     "splits: shares of held-out documents that leave documents to train on",
+    "tokenizer: a kind and, for bpe, a vocabulary size tokenizer fit accepts",
     "init: a model configuration model init accepts",
     "train.warmup and train.decay: shares of train.steps that add up to 1 at most",
     "train: a plan model train accepts, with --shuffle and the schedule as the stage passes them",
@@ -38,7 +39,6 @@ RULES = (
     "evaluate.train_windows: a whole number of windows",
     "report: a sample model sample accepts",
 )
-_FLAG = re.compile(r"--([a-z0-9]+(?:-[a-z0-9]+)*)")
 
 
 def check_params(params: Path = Path("params.yaml"), output: Path | None = None) -> tuple[str, ...]:
@@ -47,18 +47,28 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
     if output is not None:
         check_replaceable(output)
     sections = read_params(params)
-    for name in ("documents", "splits", "init", "train", "resume", "evaluate", "report"):
+    for name in (
+        "documents",
+        "splits",
+        "tokenizer",
+        "init",
+        "train",
+        "resume",
+        "evaluate",
+        "report",
+    ):
         if not isinstance(sections.get(name), dict):
             raise Refusal(f"{params} has no section {name}; the pipeline's stages read it")
     _check_documents(sections["documents"])
     splits, init, train = sections["splits"], sections["init"], sections["train"]
-    _as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
+    as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
+    tokenizer_args(sections["tokenizer"])
     _check_init(init)
-    _as_params("init", lambda: check_seed(init["seed"]))
+    as_params("init", lambda: check_seed(init["seed"]))
     values = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
     values.update(schedule_steps(train))
-    plan = _as_params("train", lambda: RunPlan(**values, shuffle=True))
-    _as_params("train", plan.validate)
+    plan = as_params("train", lambda: RunPlan(**values, shuffle=True))
+    as_params("train", plan.validate)
     if train["context"] - 1 > init["positions"]:
         raise Refusal(
             f"train.context {train['context']} makes the model read {train['context'] - 1} "
@@ -91,7 +101,7 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
         raise Refusal(
             f"report.sample_tokens is {report['sample_tokens']}; a sample needs one token or more"
         )
-    _as_params("report", lambda: check_seed(report["sample_seed"]))
+    as_params("report", lambda: check_seed(report["sample_seed"]))
     if output is not None:
         heading = f"The sections of {params.name} held to these rules:"
         replace_file(output, "\n".join([heading, *RULES, ""]).encode())
@@ -136,8 +146,8 @@ def _check_init(init: dict) -> None:
                 f"init.preset ({', '.join(PRESETS)})"
             )
     rest = {key: value for key, value in init.items() if key not in ("seed", "preset")}
-    shape = _as_params("init", lambda: shape_of(init.get("preset"), {}))
-    _as_params("init", lambda: ModelConfig(vocab_size=1, **shape, **rest).validate())
+    shape = as_params("init", lambda: shape_of(init.get("preset"), {}))
+    as_params("init", lambda: ModelConfig(vocab_size=1, **shape, **rest).validate())
 
 
 def _check_resume(before_end: Any, plan: RunPlan) -> None:
@@ -169,15 +179,3 @@ def _check_resume(before_end: Any, plan: RunPlan) -> None:
         f"resume.before_end {before_end} has the resume stage continue step-{start}, and with "
         f"{held} the train stage keeps {names}; {fix}"
     )
-
-
-def _as_params(section: str, check: Any) -> Any:
-    """Run a command's own check, its sentence naming the params instead of the flags."""
-    try:
-        return check()
-    except Refusal as refusal:
-        raise Refusal(
-            _FLAG.sub(lambda m: f"{section}.{m.group(1).replace('-', '_')}", refusal.sentence)
-        ) from None
-    except (KeyError, TypeError) as error:
-        raise Refusal(f"params.yaml section {section} cannot be read: {error}") from None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -22,3 +24,18 @@ def read_params(params: Path) -> dict:
     if not isinstance(data, dict):
         raise Refusal(f"{params} holds {json.dumps(data)[:40]}, not the sections of the pipeline")
     return data
+
+
+_FLAG = re.compile(r"--([a-z0-9]+(?:-[a-z0-9]+)*)")
+
+
+def as_params(section: str, check: Any) -> Any:
+    """Run a command's own check, its sentence naming the params instead of the flags."""
+    try:
+        return check()
+    except Refusal as refusal:
+        raise Refusal(
+            _FLAG.sub(lambda m: f"{section}.{m.group(1).replace('-', '_')}", refusal.sentence)
+        ) from None
+    except (KeyError, TypeError) as error:
+        raise Refusal(f"params.yaml section {section} cannot be read: {error}") from None

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, code_points
+from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, code_points, load_tokenizer
 from zrodlo.storage.refusal import Refusal
 
 ALPHABET = "a b\nzé—ß中😀𝄞"
@@ -103,10 +103,10 @@ def test_the_digest_changes_with_any_character():
 
 def test_save_then_load_gives_the_same_tokenizer(tmp_path):
     FITTED.save(tmp_path)
-    loaded = CharTokenizer.load(tmp_path)
+    loaded = load_tokenizer(tmp_path)
     assert loaded == FITTED
     assert loaded.digest == FITTED.digest
-    assert CharTokenizer.load(tmp_path / "tokenizer.json") == FITTED
+    assert load_tokenizer(tmp_path / "tokenizer.json") == FITTED
     written = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
     assert written["vocab_size"] == FITTED.vocab_size
     assert written["digest"] == FITTED.digest
@@ -114,7 +114,7 @@ def test_save_then_load_gives_the_same_tokenizer(tmp_path):
 
 def test_load_refuses_a_directory_without_tokenizer_json(tmp_path):
     with pytest.raises(Refusal) as refused:
-        CharTokenizer.load(tmp_path)
+        load_tokenizer(tmp_path)
     assert refused.value.sentence == (
         f"{tmp_path} holds no tokenizer.json; a tokenizer is written by zrodlo tokenizer fit"
     )
@@ -125,7 +125,7 @@ def test_load_refuses_a_tokenizer_whose_digest_does_not_match(tmp_path):
     file = tmp_path / "tokenizer.json"
     file.write_text(file.read_text().replace('"c"', '"d"'))
     with pytest.raises(Refusal) as refused:
-        CharTokenizer.load(tmp_path)
+        load_tokenizer(tmp_path)
     assert refused.value.sentence == (
         f"{file} records digest {ABC_DIGEST}, and its content has digest "
         f"{CharTokenizer.fit(['abd']).digest}; the file was changed after it was fitted"
@@ -135,7 +135,9 @@ def test_load_refuses_a_tokenizer_whose_digest_does_not_match(tmp_path):
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"kind": "bpe"}, 'it is not a JSON object of kind "char"'),
+        ({"kind": "word"}, 'it is not a JSON object of kind "char" or "bpe"'),
+        # A character tokenizer's file relabelled as a BPE is read as one, and holds none.
+        ({"kind": "bpe"}, "its special ids are not BOS 0, EOS 1"),
         (
             {"special": {"UNK": 0, "BOS": 2, "EOS": 1}},
             "its special ids are not UNK 0, BOS 1, EOS 2",
@@ -150,5 +152,5 @@ def test_load_refuses_a_malformed_tokenizer(tmp_path, change, reason):
     file = tmp_path / "tokenizer.json"
     file.write_text(json.dumps({**json.loads(file.read_text()), **change}))
     with pytest.raises(Refusal) as refused:
-        CharTokenizer.load(tmp_path)
+        load_tokenizer(tmp_path)
     assert refused.value.sentence == f"{file} does not load as a tokenizer: {reason}"

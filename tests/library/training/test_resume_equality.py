@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from zrodlo.data.corpus import Corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer import load_tokenizer
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import Model, write_model
@@ -50,7 +50,7 @@ def one_thread():
 
 def init_model(directory: Path, tokenizer: Path, dropout: float, attention_dropout: float) -> Path:
     """A model directory written with the library: one block, room for 16 tokens, seed 7."""
-    fitted = CharTokenizer.load(tokenizer)
+    fitted = load_tokenizer(tokenizer)
     config = ModelConfig(
         vocab_size=fitted.vocab_size,
         positions=16,

@@ -1,0 +1,159 @@
+"""The byte-level BPE tokenizer: GPT-2's pre-tokenizer, the 256 bytes as its alphabet, and the merges
+`zrodlo.data.bpe_training` learned from the training documents.
+
+Ids: BOS 0, EOS 1, the bytes 0x00..0xFF as 2..257, then each symbol the merges made, in the order
+they made it. Every text encodes without an unknown token, and decodes back to itself. The
+`tokenizers` library encodes (its BPE applies the merges by their rank, as they were learned); the
+digest covers the canonical form (kind, specials, pre-tokenizer, normalisation, vocabulary and
+merges), so two tokenizers with one digest encode every text the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import AddedToken, Tokenizer, decoders, models
+
+from zrodlo.data.bpe_training import PIECES, byte_symbols
+from zrodlo.data.tokenizer import FILE_NAME
+from zrodlo.storage.digest import json_sha256, write_json
+from zrodlo.storage.refusal import Refusal
+
+BOS, EOS = 0, 1
+SPECIAL = {"BOS": BOS, "EOS": EOS}
+SPECIAL_TOKENS = {BOS: "<bos>", EOS: "<eos>"}
+FIRST_BYTE = 2
+SMALLEST_VOCABULARY = FIRST_BYTE + 256
+PRE_TOKENIZER = "gpt2"  # `bpe_training.PIECES`: GPT-2's split into words, numbers and the rest
+NORMALIZATION = "none"  # texts are encoded as they are: no Unicode normalisation, no lowercasing
+
+
+@dataclass(frozen=True)
+class BPETokenizer:
+    """The merges, each a pair of symbols written in GPT-2's byte stand-ins, in rank order."""
+
+    merges: tuple[tuple[str, str], ...]
+
+    kind = "bpe"
+    bos, eos, unk = BOS, EOS, None
+
+    @cached_property
+    def vocabulary(self) -> list[str]:
+        """Every token's text, by id: the specials' names, then the byte stand-ins and the merged
+        symbols (a merge that spells a symbol already made adds none)."""
+        tokens = [SPECIAL_TOKENS[BOS], SPECIAL_TOKENS[EOS], *byte_symbols()]
+        seen = set(tokens)
+        for left, right in self.merges:
+            if left + right not in seen:
+                seen.add(left + right)
+                tokens.append(left + right)
+        return tokens
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocabulary)
+
+    def canonical(self) -> dict[str, Any]:
+        """The content the digest is taken over."""
+        return {
+            "kind": self.kind,
+            "special": SPECIAL,
+            "pre_tokenizer": PRE_TOKENIZER,
+            "normalization": NORMALIZATION,
+            "vocabulary": self.vocabulary,
+            "merges": [list(pair) for pair in self.merges],
+        }
+
+    @cached_property
+    def digest(self) -> str:
+        return json_sha256(self.canonical())
+
+    @cached_property
+    def library(self) -> Tokenizer:
+        """The `tokenizers` library's tokenizer with this vocabulary and these merges."""
+        vocabulary = {token: index for index, token in enumerate(self.vocabulary)}
+        built = Tokenizer(models.BPE(vocabulary, list(self.merges)))
+        built.pre_tokenizer = PIECES
+        built.decoder = decoders.ByteLevel()
+        built.add_special_tokens([AddedToken(SPECIAL_TOKENS[i], special=True) for i in (BOS, EOS)])
+        return built
+
+    def encode(self, text: str, out: np.ndarray | None = None) -> np.ndarray:
+        """Token ids of a text, (n,) int32, without BOS or EOS; into `out` if given."""
+        ids = np.asarray(self.library.encode(text, add_special_tokens=False).ids, dtype=np.int32)
+        if out is None:
+            return ids
+        out[: len(ids)] = ids
+        return out[: len(ids)]
+
+    def encode_documents(
+        self, texts: list[str], dtype: np.dtype | type = np.int32, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each text as BOS t1..tn EOS, one after another: (sum(n)+2k,) tokens of `dtype` and the
+        (k,) lengths n+2; in the start of `out` where it has room for them all."""
+        encoded = self.library.encode_batch_fast(texts, add_special_tokens=False)
+        sizes = np.fromiter((len(e.ids) + 2 for e in encoded), dtype=np.int64, count=len(texts))
+        ends = np.cumsum(sizes)
+        total = int(ends[-1]) if len(ends) else 0
+        tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
+        tokens[ends - sizes] = BOS
+        tokens[ends - 1] = EOS
+        for encoding, end, size in zip(encoded, ends.tolist(), sizes.tolist(), strict=True):
+            tokens[end - size + 1 : end - 1] = encoding.ids
+        return tokens, sizes
+
+    def decode(self, ids: Any) -> str:
+        """Text of token ids; BOS and EOS are dropped, and bytes that end mid-character read as
+        U+FFFD."""
+        return self.library.decode([int(i) for i in ids], skip_special_tokens=True)
+
+    def document(self) -> dict[str, Any]:
+        """What tokenizer.json holds."""
+        return {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
+
+    def save(self, directory: Path) -> None:
+        write_json(directory / FILE_NAME, self.document())
+
+    @classmethod
+    def from_document(cls, data: dict[str, Any], broken: Any) -> BPETokenizer:
+        """The tokenizer a parsed tokenizer.json of kind "bpe" holds; `broken(reason)` is the
+        refusal for a file that holds none."""
+        if data.get("special") != SPECIAL:
+            raise broken("its special ids are not BOS 0, EOS 1")
+        if (data.get("pre_tokenizer"), data.get("normalization")) != (PRE_TOKENIZER, NORMALIZATION):
+            raise broken(f'its pre-tokenizer is not "{PRE_TOKENIZER}" with normalization "none"')
+        merges = data.get("merges")
+        if not isinstance(merges, list) or not all(
+            isinstance(m, list) and len(m) == 2 and all(isinstance(s, str) and s for s in m)
+            for m in merges
+        ):
+            raise broken("its merges are not a list of pairs of symbols")
+        tokenizer = cls(tuple((left, right) for left, right in merges))
+        known = set(byte_symbols())
+        for left, right in tokenizer.merges:
+            if left not in known or right not in known:
+                raise broken(f"its merge {left} {right} joins a symbol no earlier merge made")
+            known.add(left + right)
+        if data.get("vocabulary") != tokenizer.vocabulary:
+            raise broken("its vocabulary is not the one its merges make")
+        return tokenizer
+
+
+def check_vocab_size(vocab_size: int) -> None:
+    """Refuse a BPE vocabulary that cannot hold the bytes and the specials, or one past the most
+    a corpus stores (token ids are uint32)."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise Refusal(f"--vocab-size is {vocab_size!r}; it must be a whole number")
+    if not SMALLEST_VOCABULARY <= vocab_size <= LARGEST_VOCABULARY:
+        raise Refusal(
+            f"--vocab-size is {vocab_size}; a byte-level BPE holds the 256 bytes and BOS and EOS, "
+            f"so it is {SMALLEST_VOCABULARY:,} or more, and at most {LARGEST_VOCABULARY:,}"
+        )
+
+
+# Each merge rewrites the pieces that hold its pair: past a million entries a fit would take hours.
+LARGEST_VOCABULARY = 1 << 20
