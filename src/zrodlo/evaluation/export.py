@@ -11,13 +11,10 @@ is UNK. A byte-level BPE is written as the `tokenizers` BPE that encodes for Zro
 Zrodlo's (BOS 0, EOS 1 and padding, the bytes, the merges). Special tokens are never read out of
 text: "<bos>" typed in a prompt is its characters, as in Zrodlo. Like Zrodlo's windows, a text fed
 to the model starts with BOS; the tokenizer adds none.
-
-`tokenizers` is needed only here: it comes with the `hf` extra.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +26,6 @@ from zrodlo.model.config import ModelConfig
 from zrodlo.model.gpt import NORM_EPS
 from zrodlo.storage.digest import write_json
 from zrodlo.storage.outputs import new_directory
-from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_model
 
 SPECIAL_TOKENS = {UNK: "<unk>", BOS: "<bos>", EOS: "<eos>"}
@@ -145,11 +141,6 @@ def _characters(tokenizer: CharTokenizer) -> list[tuple[int, str]]:
 
 def export(model: Path, output: Path) -> Path:
     """Write the model directory or checkpoint `model` as a transformers GPT-2 directory `output`."""
-    if importlib.util.find_spec("tokenizers") is None:
-        raise Refusal(
-            "zrodlo model export writes tokenizer.json with the tokenizers library, which is not "
-            "installed; install the hf extra: pip install 'zrodlo[hf]'"
-        )
     loaded = read_model(model)
     with new_directory(output) as partial:
         write_json(partial / "config.json", gpt2_config(loaded.config, loaded.tokenizer))
