@@ -30,6 +30,7 @@ SCRIPTS = {
     "gpu": "gpu.py",
     "presets": "presets.py",
     "evaluation": "evaluation.py",
+    "bpe": "bpe.py",
 }
 # The figures worth a reader's eye: ratios measured side by side, rates, peak memory, and what a
 # model size costs a step and how soon it reaches a loss.

@@ -43,7 +43,7 @@ DOCUMENTS = {
     "note-10": "snow on the hills",
     "note-11": "boats drift by the pier",
 }
-PARAMS = "splits:\n  validation: 0.2\n  test: 0.2\n"
+PARAMS = "splits:\n  validation: 0.2\n  test: 0.2\ntokenizer:\n  kind: char\n  vocab_size: 1024\n"
 DOWNSTREAM = ["split", "tokenizer", "prepare@train", "prepare@validation", "prepare@test"]
 
 # What the pipeline gives for DOCUMENTS and PARAMS: a change in any is a change in behaviour.

@@ -1,3 +1,3 @@
-"""Zrodlo: reproducible, resumable training of small character-level language models."""
+"""Zrodlo: reproducible, resumable training of small language models."""
 
 __version__ = "0.1.0"
