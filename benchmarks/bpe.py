@@ -72,7 +72,7 @@ def in_a_process(*args: object) -> dict:
         text=True,
     )  # fmt: skip
     seconds = time.perf_counter() - started
-    return {"seconds": round(seconds, 2), "peak_rss_mib": round(int(done.stdout) / 1024, 1)}
+    return {"wall_seconds": round(seconds, 2), "peak_rss_mib": round(int(done.stdout) / 1024, 1)}
 
 
 def library_encoding(documents: Path, tokenizer: Path) -> float:
@@ -117,12 +117,12 @@ def main() -> None:
                 "corpus", "prepare", "--documents", large, "--tokenizer", tokenizer,
                 "--output", corpus,
             )  # fmt: skip
-            prepare.append(prepared["seconds"])
+            prepare.append(prepared["wall_seconds"])
             library.append(library_encoding(large, tokenizer))
         peak = prepared["peak_rss_mib"]
     megabytes = text_bytes / 1e6
     report = {
-        "what": "byte-level BPE: fit and corpus preparation against the tokenizers library",
+        "benchmark": "byte-level BPE: fit and corpus preparation against the tokenizers library",
         "large_text_megabytes": round(megabytes, 1),
         "fit": fits,
         "prepare": {

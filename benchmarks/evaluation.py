@@ -102,7 +102,7 @@ def main() -> None:
             "whole": timed_run(data, root, "whole", plan | {"eval_windows": None}, train),
         }
     report = {
-        "what": "held-out scores' share of a run's wall time, sampled windows against whole",
+        "benchmark": "held-out scores' share of a run's wall time, sampled windows against whole",
         "corpus": {
             key: data[key] for key in ("documents", "train_characters", "validation_characters")
         },

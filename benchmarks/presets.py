@@ -110,7 +110,7 @@ def main() -> None:
             presets[name] = run_preset(name, data, root, args, params)
             print(name, json.dumps(presets[name]), flush=True)
     report = {
-        "what": "model presets on the default data: cost per step and time to a loss",
+        "benchmark": "model presets on the default data: cost per step and time to a loss",
         "steps": args.steps,
         "eval_every": args.eval_every,
         "training_tokens": data["train_tokens"],

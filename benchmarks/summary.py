@@ -36,7 +36,7 @@ SCRIPTS = {
 # model size costs a step and how soon it reaches a loss.
 FIGURE = re.compile(
     r"(over|share|speedup|per_second|per_step|ratio|of_medians|peak|cores_at_hand|equal|parameters|"
-    r"seconds_to|loss_at_end)",
+    r"seconds_to|loss_at_end|wall_seconds)",
     re.IGNORECASE,
 )
 LEFT_OUT = re.compile(r"(samples|machine|median_paired|load_average|seconds\.)")

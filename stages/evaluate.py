@@ -12,7 +12,10 @@ EXAMPLE = (
     "Example: zrodlo model evaluate --model run/step-1000 --corpus corpus/validation --corpus "
     "corpus/test --baseline corpus/train"
 )
-COLUMNS = ("corpus", "loss", "perplexity", "bits/char", "bigram loss", "targets", "unknown rate")
+COLUMNS = (
+    "corpus", "loss", "perplexity", "bits/char", "bits/byte", "bigram loss", "targets",
+    "unknown rate",
+)  # fmt: skip
 
 
 def evaluate(
@@ -76,9 +79,14 @@ def evaluate(
             name,
             f"{entry['loss']:.4f}",
             f"{entry['perplexity']:.3f}",
-            f"{entry['bits_per_character']:.4f}",
-            "" if bigram is None else f"{bigram:.4f}",
+            _shown(entry["bits_per_character"]),
+            _shown(entry["bits_per_byte"]),
+            _shown(bigram),
             f"{entry['targets']:,}",
             f"{entry['unknown_rate']:.3%}",
         )
     Console().print(table)
+
+
+def _shown(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"

@@ -24,6 +24,7 @@ def test_the_scores_are_those_of_reports_metrics_json():
             f"{entry['loss']:.4f}",
             f"{entry['perplexity']:.3f}",
             f"{entry['bits_per_character']:.4f}",
+            f"{entry['bits_per_byte']:.4f}",
             f"{entry['bigram_loss']:.4f}",
             f"{entry['loss'] / entry['bigram_loss']:.3f}",
         ]

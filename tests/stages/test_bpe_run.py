@@ -5,6 +5,7 @@ and a corpus of one tokenizer kind refused on a model of the other, by digest.""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -117,7 +118,13 @@ def test_transformers_loss_is_zrodlo_model_evaluates(exported, bpe, bpe_run, run
         "--context", CONTEXT, "--output", scores, cwd=bpe,
     )  # fmt: skip
     assert (returncode, stderr) == (0, ""), stderr
-    expected = json.loads(scores.read_text())["corpora"]["held-out"]["loss"]
+    scored = json.loads(scores.read_text())["corpora"]["held-out"]
+    expected = scored["loss"]
+    # Bits per byte are over the held-out text itself, whatever its tokens.
+    text_bytes = sum(len(text.encode()) for text in HELD_OUT_DOCUMENTS.values())
+    assert scored["bytes"] == text_bytes
+    bits = expected * scored["targets"] / math.log(2) / text_bytes
+    assert scored["bits_per_byte"] == pytest.approx(bits, rel=1e-9)
     model = transformers.AutoModelForCausalLM.from_pretrained(exported, local_files_only=True)
     corpus = Corpus.open(bpe / "held-out")
     table = build_windows(corpus.offsets, CONTEXT)

@@ -76,9 +76,15 @@ def test_the_bigram_baseline_is_the_smoothed_pair_counts(by_hand, run_zrodlo):
     assert (returncode, stderr) == (0, ""), stderr
     scores = json.loads((by_hand / "scores.json").read_text())["corpora"]["corpus"]
     assert scores["bigram_loss"] == pytest.approx(math.log(7 / 2), abs=1e-12)
+    # Six targets' loss over the four bytes of "ab" and "ba" (an end of document holds none).
+    bigram_bits = 6 * math.log(7 / 2) / math.log(2) / 4
+    assert scores["bigram_bits_per_byte"] == pytest.approx(bigram_bits, abs=1e-12)
     # --metrics: the same scores, and nothing else, for DVC to compare.
     metrics = json.loads((by_hand / "metrics.json").read_text())
-    names = ("loss", "perplexity", "bits_per_character", "bigram_loss")
+    names = (
+        "loss", "perplexity", "bits_per_character", "bits_per_byte", "bigram_loss",
+        "bigram_bits_per_byte",
+    )  # fmt: skip
     assert metrics == {"corpus": {name: scores[name] for name in names}}
 
 
@@ -94,7 +100,11 @@ def test_the_loss_is_the_mean_negative_log_probability_of_the_targets(by_hand, r
     assert (scores["targets"], scores["windows"], scores["documents"]) == (6, 2, 2)
     assert scores["loss"] == pytest.approx(loss, rel=1e-6)
     assert scores["perplexity"] == pytest.approx(math.exp(loss), rel=1e-6)
-    assert scores["bits_per_character"] == pytest.approx(loss / math.log(2), rel=1e-6)
+    # The six targets' loss in bits over the text they hold: "ab" and "ba", 4 characters, 4 bytes.
+    assert (scores["characters"], scores["bytes"]) == (4, 4)
+    bits = 6 * loss / math.log(2) / 4
+    assert scores["bits_per_character"] == pytest.approx(bits, rel=1e-6)
+    assert scores["bits_per_byte"] == pytest.approx(bits, rel=1e-6)
 
 
 def test_a_greedy_sample_takes_the_most_likely_token_every_time(by_hand, run_zrodlo):

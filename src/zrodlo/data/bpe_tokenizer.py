@@ -57,6 +57,17 @@ class BPETokenizer:
     def vocab_size(self) -> int:
         return len(self.vocabulary)
 
+    @cached_property
+    def text_sizes(self) -> np.ndarray:
+        """(2, V) int64: the UTF-8 bytes of each token and the characters they start (the bytes
+        that are not a character's continuation, 0b10xxxxxx); BOS and EOS hold none."""
+        byte_of = {symbol: byte for byte, symbol in enumerate(byte_symbols())}
+        sizes = np.zeros((2, self.vocab_size), dtype=np.int64)
+        for index, token in enumerate(self.vocabulary[FIRST_BYTE:], start=FIRST_BYTE):
+            raw = [byte_of[symbol] for symbol in token]
+            sizes[:, index] = len(raw), sum(byte & 0xC0 != 0x80 for byte in raw)
+        return sizes
+
     def canonical(self) -> dict[str, Any]:
         """The content the digest is taken over."""
         return {
@@ -95,16 +106,24 @@ class BPETokenizer:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Each text as BOS t1..tn EOS, one after another: (sum(n)+2k,) tokens of `dtype` and the
         (k,) lengths n+2; in the start of `out` where it has room for them all."""
-        encoded = self.library.encode_batch_fast(texts, add_special_tokens=False)
-        sizes = np.fromiter((len(e.ids) + 2 for e in encoded), dtype=np.int64, count=len(texts))
+        parts = [_parts(text) for text in texts]
+        flat = [part for text_parts in parts for part in text_parts]
+        ids_of_parts = iter([ids for chunk in _chunks(flat) for ids in self._encode_batch(chunk)])
+        encoded = [np.concatenate([next(ids_of_parts) for _ in text_parts]) for text_parts in parts]
+        sizes = np.fromiter((len(ids) + 2 for ids in encoded), dtype=np.int64, count=len(texts))
         ends = np.cumsum(sizes)
         total = int(ends[-1]) if len(ends) else 0
         tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
         tokens[ends - sizes] = BOS
         tokens[ends - 1] = EOS
-        for encoding, end, size in zip(encoded, ends.tolist(), sizes.tolist(), strict=True):
-            tokens[end - size + 1 : end - 1] = encoding.ids
+        for ids, end, size in zip(encoded, ends.tolist(), sizes.tolist(), strict=True):
+            tokens[end - size + 1 : end - 1] = ids
         return tokens, sizes
+
+    def _encode_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """Each text's ids, (n,) int32, encoded by the library on all cores at once."""
+        encoded = self.library.encode_batch_fast(texts, add_special_tokens=False)
+        return [np.asarray(encoding.ids, dtype=np.int32) for encoding in encoded]
 
     def decode(self, ids: Any) -> str:
         """Text of token ids; BOS and EOS are dropped, and bytes that end mid-character read as
@@ -141,6 +160,42 @@ class BPETokenizer:
         if data.get("vocabulary") != tokenizer.vocabulary:
             raise broken("its vocabulary is not the one its merges make")
         return tokenizer
+
+
+# The library's encodings hold far more than ids (each token's text, offsets, masks): texts are
+# encoded this many characters at a time, so that their memory stays small beside the ids kept.
+_CHUNK_CHARACTERS = 1 << 18
+
+
+def _parts(text: str) -> list[str]:
+    """A text cut before line breaks into parts of about `_CHUNK_CHARACTERS` characters, which
+    encode to the text's ids one after another: GPT-2's split starts a piece at a line break that
+    follows a visible character (no piece holds both), and BPE never merges across pieces. So a
+    long document costs the library's memory for a part at a time."""
+    parts, start = [], 0
+    while len(text) - start > _CHUNK_CHARACTERS:
+        cut = text.find("\n", start + _CHUNK_CHARACTERS)
+        while cut != -1 and not "!" <= text[cut - 1] <= "~":  # after a visible ASCII character
+            cut = text.find("\n", cut + 1)
+        if cut == -1:
+            break
+        parts.append(text[start:cut])
+        start = cut
+    parts.append(text[start:])
+    return parts
+
+
+def _chunks(texts: list[str]) -> list[list[str]]:
+    """The texts in order, in runs of about `_CHUNK_CHARACTERS` characters."""
+    runs: list[list[str]] = [[]]
+    held = 0
+    for text in texts:
+        if held >= _CHUNK_CHARACTERS:
+            runs.append([])
+            held = 0
+        runs[-1].append(text)
+        held += len(text)
+    return [run for run in runs if run]
 
 
 def check_vocab_size(vocab_size: int) -> None:

@@ -78,6 +78,15 @@ class CharTokenizer:
         return json_sha256(self.canonical())
 
     @cached_property
+    def text_sizes(self) -> np.ndarray:
+        """(2, V) int64: the UTF-8 bytes and the characters of each token's text; BOS, EOS and
+        UNK (whose character is not known) hold none."""
+        sizes = np.zeros((2, self.vocab_size), dtype=np.int64)
+        sizes[0, FIRST_CHARACTER:] = [len(c.encode("utf-8")) for c in self.characters]
+        sizes[1, FIRST_CHARACTER:] = 1
+        return sizes
+
+    @cached_property
     def _table(self) -> np.ndarray:
         # One slot per code point up to the largest fitted one, plus a last slot for all beyond it.
         largest = self.points[-1] if self.points else 0
@@ -160,6 +169,8 @@ class Tokenizer(Protocol):
     def vocab_size(self) -> int: ...
     @property
     def digest(self) -> str: ...
+    @property
+    def text_sizes(self) -> np.ndarray: ...
     def canonical(self) -> dict: ...
     def document(self) -> dict: ...
     def save(self, directory: Path) -> None: ...

@@ -1,16 +1,19 @@
-"""Scoring a saved model on prepared corpora: for each corpus the target-weighted loss, perplexity
-and bits per character, and the character-bigram baseline of a training corpus on the same
-windows. These are the scores `zrodlo model evaluate` prints and writes as JSON.
+"""Scoring a saved model on prepared corpora: for each corpus the target-weighted loss (nats per
+token), perplexity, and bits per character and per UTF-8 byte of the scored text, which compare
+across tokenizers, and the bigram baseline of a training corpus on the same windows. These are the
+scores `zrodlo model evaluate` prints and writes as JSON.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from zrodlo.data.corpus import Corpus
+from zrodlo.data.text_size import scored_text
 from zrodlo.data.windows import scored_windows
 from zrodlo.draws.chacha import check_seed
 from zrodlo.evaluation.bigram import Bigram
@@ -35,14 +38,18 @@ class ScoredModel(TypedDict):
 class CorpusScores(TypedDict):
     loss: float  # nats per target, weighted by targets
     perplexity: float
-    bits_per_character: float
+    bits_per_character: float | None  # the summed loss in bits over the scored text's characters
+    bits_per_byte: float | None  # ... over its UTF-8 bytes (None for a text of no known bytes)
     targets: int
+    characters: int  # of the targets' text (`zrodlo.data.text_size`)
+    bytes: int
     windows: int
     documents: int
     unknown_tokens: int
     unknown_rate: float
     corpus_digest: str
     bigram_loss: NotRequired[float]  # with a baseline
+    bigram_bits_per_byte: NotRequired[float | None]
     drawn_from: NotRequired[int]  # the corpus's windows, where `windows` of them were drawn
 
 
@@ -58,8 +65,15 @@ class PoolScores(TypedDict):
 
     loss: float
     perplexity: float
-    bits_per_character: float
+    bits_per_character: float | None
+    bits_per_byte: float | None
     bigram_loss: NotRequired[float]
+    bigram_bits_per_byte: NotRequired[float | None]
+
+
+def bits(summed: float, size: int) -> float | None:
+    """A summed loss in nats as bits per unit of a text of `size` units; None for none."""
+    return summed / math.log(2) / size if size else None
 
 
 def metrics_of(scores: Scores) -> dict[str, PoolScores]:
@@ -137,11 +151,17 @@ def evaluate(
         scored = score(
             network, data.tokens, table, batch_size, target, windows=windows, on_batch=heard
         )
+        text_bytes, characters = scored_text(
+            data.tokens, table, windows, loaded.tokenizer.text_sizes
+        )
         entry: CorpusScores = {
             "loss": scored.loss,
             "perplexity": scored.perplexity,
-            "bits_per_character": scored.bits_per_character,
+            "bits_per_character": bits(scored.summed, characters),
+            "bits_per_byte": bits(scored.summed, text_bytes),
             "targets": scored.targets,
+            "characters": characters,
+            "bytes": text_bytes,
             "windows": scored.windows,
             "documents": data.manifest["documents"],
             "unknown_tokens": data.manifest.get("unknown_tokens"),
@@ -149,7 +169,9 @@ def evaluate(
             "corpus_digest": data.digest,
         }
         if reference is not None:
-            entry["bigram_loss"] = reference.score(data.tokens, table, windows=windows).loss
+            counted_score = reference.score(data.tokens, table, windows=windows)
+            entry["bigram_loss"] = counted_score.loss
+            entry["bigram_bits_per_byte"] = bits(counted_score.summed, text_bytes)
         if len(windows) < len(table):
             entry["drawn_from"] = len(table)
         results[name] = entry

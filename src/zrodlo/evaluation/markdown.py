@@ -141,12 +141,14 @@ def scores_section(metrics: dict, metrics_path: Path) -> list[str]:
     lines = [
         "## Scores",
         "",
-        f"Loss in nats per target (character or end of document) of {model.get('path')}, from "
+        f"Loss in nats per target (token or end of document) of {model.get('path')}, from "
         f"{metrics_path}; the bigram baseline counts the character pairs of "
         f"{model.get('baseline') or 'no corpus'} and scores the same windows.",
         "",
     ]
-    header = ["corpus", "loss", "perplexity", "bits/char", "bigram loss", "loss / bigram"]
+    header = [
+        "corpus", "loss", "perplexity", "bits/char", "bits/byte", "bigram loss", "loss / bigram",
+    ]  # fmt: skip
     rows = []
     for name, entry in metrics["corpora"].items():
         bigram = entry.get("bigram_loss")
@@ -155,7 +157,8 @@ def scores_section(metrics: dict, metrics_path: Path) -> list[str]:
                 name,
                 _loss(entry["loss"]),
                 f"{entry['perplexity']:.3f}",
-                f"{entry['bits_per_character']:.4f}",
+                _loss(entry.get("bits_per_character")),
+                _loss(entry.get("bits_per_byte")),
                 _loss(bigram),
                 f"{entry['loss'] / bigram:.3f}" if bigram else "",
                 f"{entry['targets']:,}",

@@ -189,7 +189,7 @@ def read_metrics(path: Path) -> dict:
     for name, entry in metrics["corpora"].items():
         missing = [
             key
-            for key in ("loss", "perplexity", "bits_per_character", "targets")
+            for key in ("loss", "perplexity", "targets")
             if not isinstance(entry, dict) or not isinstance(entry.get(key), int | float)
         ]
         if missing:

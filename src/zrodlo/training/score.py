@@ -43,10 +43,6 @@ class Score:
     def perplexity(self) -> float:
         return math.exp(self.loss)
 
-    @property
-    def bits_per_character(self) -> float:
-        return self.loss / math.log(2)
-
 
 def score(
     model: GPT,

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zrodlo.data import bpe_tokenizer
 from zrodlo.data.bpe_tokenizer import BOS, EOS, BPETokenizer
 from zrodlo.data.bpe_training import count_pieces, fit_merges
 from zrodlo.data.tokenizer import load_tokenizer
@@ -109,3 +110,15 @@ def test_a_file_that_holds_no_bpe_is_refused(fitted, tmp_path, change, reason):
     with pytest.raises(Refusal) as refused:
         load_tokenizer(tmp_path)
     assert refused.value.sentence == f"{file} does not load as a tokenizer: {reason}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab1 .\n\t'é", max_size=60), min_size=1, max_size=4))
+def test_long_documents_encode_in_parts_to_the_ids_of_the_whole(fitted, texts):
+    """A document is encoded a part at a time, cut before line breaks, for memory: the ids are
+    those of the whole text however short the parts."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bpe_tokenizer, "_CHUNK_CHARACTERS", 3)
+        tokens, _ = fitted.encode_documents(texts, np.uint32)
+    expected = [token for text in texts for token in (BOS, *fitted.encode(text).tolist(), EOS)]
+    assert tokens.tolist() == expected
