@@ -19,7 +19,7 @@ import numpy as np
 from tokenizers import AddedToken, Tokenizer, decoders, models
 
 from zrodlo.data.bpe_training import PIECES, byte_symbols
-from zrodlo.data.tokenizer import FILE_NAME
+from zrodlo.data.tokenizer import FILE_NAME, framed
 from zrodlo.storage.digest import json_sha256, write_json
 from zrodlo.storage.refusal import Refusal
 
@@ -111,11 +111,7 @@ class BPETokenizer:
         ids_of_parts = iter([ids for chunk in _chunks(flat) for ids in self._encode_batch(chunk)])
         encoded = [np.concatenate([next(ids_of_parts) for _ in text_parts]) for text_parts in parts]
         sizes = np.fromiter((len(ids) + 2 for ids in encoded), dtype=np.int64, count=len(texts))
-        ends = np.cumsum(sizes)
-        total = int(ends[-1]) if len(ends) else 0
-        tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
-        tokens[ends - sizes] = BOS
-        tokens[ends - 1] = EOS
+        tokens, ends = framed(sizes, (BOS, EOS), dtype, out)
         for ids, end, size in zip(encoded, ends.tolist(), sizes.tolist(), strict=True):
             tokens[end - size + 1 : end - 1] = ids
         return tokens, sizes

@@ -108,11 +108,7 @@ class CharTokenizer:
         that holds every id) and the (k,) lengths n+2. The tokens are the start of `out` (of
         `dtype`) where it has room for them all, and a new array otherwise."""
         sizes = np.fromiter((len(t) + 2 for t in texts), dtype=np.int64, count=len(texts))
-        ends = np.cumsum(sizes)
-        total = int(ends[-1]) if len(ends) else 0
-        tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
-        tokens[ends - sizes] = BOS
-        tokens[ends - 1] = EOS
+        tokens, ends = framed(sizes, (BOS, EOS), dtype, out)
         table = self._table.astype(dtype, copy=False)  # written straight in the wanted type
         # One vectorised encode a document, straight into its place between BOS and EOS.
         for text, end in zip(texts, ends.tolist(), strict=True):
@@ -154,6 +150,19 @@ class CharTokenizer:
         if any(a >= b for a, b in itertools.pairwise(points)):
             raise broken("its characters are not in strictly rising code point order")
         return cls(tuple(points))
+
+
+def framed(
+    sizes: np.ndarray, ends_of: tuple[int, int], dtype: np.dtype | type, out: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Room for documents of `sizes` (k,) tokens each, one after another, each's first and last
+    token written (`ends_of`: its BOS and EOS ids): the tokens (sum(sizes),) of `dtype`, the start
+    of `out` where it has room for them all, and each document's end (k,)."""
+    ends = np.cumsum(sizes)
+    total = int(ends[-1]) if len(ends) else 0
+    tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
+    tokens[ends - sizes], tokens[ends - 1] = ends_of
+    return tokens, ends
 
 
 class Tokenizer(Protocol):
