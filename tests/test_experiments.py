@@ -140,7 +140,10 @@ def test_exp_show_lists_both_experiments_with_their_params_and_scores_alone(expe
                 found[experiment["name"]] = params["train"]["steps"]
                 metrics[experiment["name"]] = data["metrics"]
     assert found == {"more": 12, "fewer": 6}
-    scores = {"loss", "perplexity", "bits_per_character", "bigram_loss"}
+    scores = {
+        "loss", "perplexity", "bits_per_character", "bits_per_byte", "bigram_loss",
+        "bigram_bits_per_byte",
+    }  # fmt: skip
     for name, files in metrics.items():
         assert set(files) == {"reports/metrics.json"}, name
         pools = files["reports/metrics.json"]["data"]
