@@ -31,6 +31,7 @@ SCRIPTS = {
     "presets": "presets.py",
     "evaluation": "evaluation.py",
     "bpe": "bpe.py",
+    "tokenizers": "tokenizers_compared.py",
 }
 # The figures worth a reader's eye: ratios measured side by side, rates, peak memory, and what a
 # model size costs a step and how soon it reaches a loss.

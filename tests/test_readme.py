@@ -56,3 +56,25 @@ def test_the_sizes_are_those_benchmarks_presets_measured():
             f"{entry['validation_loss_at_end']:.3f}",
         ]
         assert [cell.strip() for cell in cells.split("|")] == expected, name
+
+
+def test_the_tokenizer_table_is_what_the_benchmark_measured():
+    measured = json.loads((ROOT / "reports" / "bench" / "tokenizers.json").read_text())
+    page = (ROOT / "docs" / "tokenizers.md").read_text()
+    rows = re.findall(r"^\| `(char|bpe \d+)` \| (.+) \|$", page, re.M)
+    assert [name for name, _ in rows] == list(measured["runs"])
+    for name, cells in rows:
+        entry = measured["runs"][name]
+        equal_time = entry["bits_per_byte_at_equal_time"]
+        expected = [
+            f"{entry['vocab_size']:,}",
+            f"{entry['bytes_per_token']:.2f}",
+            f"{entry['tokens_per_second']:,}",
+            f"{entry['bytes_per_second']:,}",
+            f"{entry['bits_per_byte_at_equal_steps']:.3f}",
+            "—" if equal_time is None else f"{equal_time:.3f}",
+        ]
+        assert [cell.strip() for cell in cells.split("|")] == expected, name
+    steps, every = measured["steps"], measured["eval_every"]
+    assert f"for {steps}\nsteps, the whole validation pool scored every {every};" in page
+    assert f"within the fastest run's {measured['equal_time_seconds']:.0f} s of steps" in page
