@@ -137,10 +137,7 @@ def main() -> None:
         },
         "machine": measure.machine(),
     }
-    out = measure.REPORTS / "bpe.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({key: report[key] for key in ("fit", "prepare")}, indent=2))
-    print(f"wrote {out}")
+    measure.write_report(measure.REPORTS / "bpe.json", report)
 
 
 if __name__ == "__main__":

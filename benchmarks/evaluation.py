@@ -15,7 +15,6 @@ Figures go to reports/bench/evaluation.json.
 from __future__ import annotations
 
 import argparse
-import json
 import sysconfig
 import tempfile
 import time
@@ -112,10 +111,7 @@ def main() -> None:
         "runs": runs,
         "machine": measure.machine(),
     }
-    out = measure.REPORTS / "evaluation.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(runs, indent=2))
-    print(f"wrote {out}")
+    measure.write_report(measure.REPORTS / "evaluation.json", report)
 
 
 if __name__ == "__main__":

@@ -117,9 +117,7 @@ def main() -> None:
         "presets": presets,
         "machine": measure.machine(),
     }
-    out = measure.REPORTS / "presets.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {out}")
+    measure.write_report(measure.REPORTS / "presets.json", report)
 
 
 if __name__ == "__main__":

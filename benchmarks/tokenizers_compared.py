@@ -17,7 +17,6 @@ reports/bench/tokenizers.json; README.md's table is written from them (tests/tes
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import tempfile
 from contextlib import contextmanager
@@ -118,10 +117,7 @@ def main() -> None:
         "runs": runs,
         "machine": measure.machine(),
     }
-    out = measure.REPORTS / "tokenizers.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(runs, indent=2))
-    print(f"wrote {out}")
+    measure.write_report(measure.REPORTS / "tokenizers.json", report)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,20 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 
+def table_rows(page: str, first: str) -> list[tuple[str, list[str]]]:
+    """The rows of a markdown table whose first cell matches `first` (one group): that group and
+    the other cells."""
+    rows = re.findall(rf"^\| {first} \| (.+) \|$", page, re.M)
+    return [(name, [cell.strip() for cell in cells.split("|")]) for name, cells in rows]
+
+
 def test_the_readme_reads_in_five_minutes():
     assert len(README.splitlines()) <= 200
 
 
 def test_the_scores_are_those_of_reports_metrics_json():
     scores = json.loads((ROOT / "reports" / "metrics.json").read_text())
-    rows = re.findall(r"^\| (train|validation|test) \| (.+) \|$", README, re.M)
+    rows = table_rows(README, "(train|validation|test)")
     assert [name for name, _ in rows] == ["train", "validation", "test"]
     for name, cells in rows:
         entry = scores[name]
@@ -28,7 +35,7 @@ def test_the_scores_are_those_of_reports_metrics_json():
             f"{entry['bigram_loss']:.4f}",
             f"{entry['loss'] / entry['bigram_loss']:.3f}",
         ]
-        assert [cell.strip() for cell in cells.split("|")] == expected, name
+        assert cells == expected, name
 
 
 def test_every_linked_document_exists():
@@ -38,7 +45,7 @@ def test_every_linked_document_exists():
 
 def test_the_sizes_are_those_benchmarks_presets_measured():
     measured = json.loads((ROOT / "reports" / "bench" / "presets.json").read_text())
-    rows = re.findall(r"^\| `(tiny|small|medium)` \| (.+) \|$", README, re.M)
+    rows = table_rows(README, "`(tiny|small|medium)`")
     assert [name for name, _ in rows] == list(measured["presets"])
     for name, cells in rows:
         entry = measured["presets"][name]
@@ -55,13 +62,13 @@ def test_the_sizes_are_those_benchmarks_presets_measured():
             *reached,
             f"{entry['validation_loss_at_end']:.3f}",
         ]
-        assert [cell.strip() for cell in cells.split("|")] == expected, name
+        assert cells == expected, name
 
 
 def test_the_tokenizer_table_is_what_the_benchmark_measured():
     measured = json.loads((ROOT / "reports" / "bench" / "tokenizers.json").read_text())
     page = (ROOT / "docs" / "tokenizers.md").read_text()
-    rows = re.findall(r"^\| `(char|bpe \d+)` \| (.+) \|$", page, re.M)
+    rows = table_rows(page, r"`(char|bpe \d+)`")
     assert [name for name, _ in rows] == list(measured["runs"])
     for name, cells in rows:
         entry = measured["runs"][name]
@@ -74,7 +81,7 @@ def test_the_tokenizer_table_is_what_the_benchmark_measured():
             f"{entry['bits_per_byte_at_equal_steps']:.3f}",
             "—" if equal_time is None else f"{equal_time:.3f}",
         ]
-        assert [cell.strip() for cell in cells.split("|")] == expected, name
+        assert cells == expected, name
     steps, every = measured["steps"], measured["eval_every"]
     assert f"for {steps}\nsteps, the whole validation pool scored every {every};" in page
     assert f"within the fastest run's {measured['equal_time_seconds']:.0f} s of steps" in page
