@@ -140,8 +140,8 @@ def _encode_into(
     dtype: np.dtype,
     characters: int,
 ) -> None:
-    """The child: for each batch (ids, sizes, slot, token count, characters), its tokens in that slot of the
-    ring or, with slot None, as bytes down the pipe after it; None at the end."""
+    """The child: for each batch (ids, sizes, slot, token count, characters), its tokens in that
+    slot of the ring or, with slot None, as bytes down the pipe after it; None at the end."""
     slot_size, turn = len(ring) // SLOTS, 0
     try:
         for batch in batched(read_documents(documents), characters):

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
+from zrodlo.data.bpe_tokenizer import SPECIAL_TOKENS as BPE_SPECIAL_TOKENS
 from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, Tokenizer
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.gpt import NORM_EPS
@@ -103,7 +104,7 @@ def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> No
     special = {"bos_token": tokenizer.bos, "eos_token": tokenizer.eos, "pad_token": tokenizer.eos}
     if tokenizer.kind == "bpe":
         tokenizer.library.save(str(directory / "tokenizer.json"))
-        names = dict(enumerate(tokenizer.vocabulary[:2]))
+        names = BPE_SPECIAL_TOKENS
     else:
         _character_tokenizer(tokenizer).save(str(directory / "tokenizer.json"))
         names = SPECIAL_TOKENS

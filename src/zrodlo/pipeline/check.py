@@ -40,6 +40,9 @@ RULES = (
     "report: a sample model sample accepts",
 )
 
+# The sections the pipeline's stages read, each checked below.
+SECTIONS = ("documents", "splits", "tokenizer", "init", "train", "resume", "evaluate", "report")
+
 
 def check_params(params: Path = Path("params.yaml"), output: Path | None = None) -> tuple[str, ...]:
     """Refuse params.yaml when its sections do not make a pipeline that can finish, naming the
@@ -47,16 +50,7 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
     if output is not None:
         check_replaceable(output)
     sections = read_params(params)
-    for name in (
-        "documents",
-        "splits",
-        "tokenizer",
-        "init",
-        "train",
-        "resume",
-        "evaluate",
-        "report",
-    ):
+    for name in SECTIONS:
         if not isinstance(sections.get(name), dict):
             raise Refusal(f"{params} has no section {name}; the pipeline's stages read it")
     _check_documents(sections["documents"])
