@@ -162,6 +162,7 @@ def test_params_metrics_and_plots_diff_against_head(experiments, baseline, tmp_p
     dvc("plots", "diff", "HEAD", "-o", tmp_path / "plots", cwd=baseline)
     page = (tmp_path / "plots" / "index.html").read_text()
     assert "Training and held-out loss" in page
+    assert "Held-out bits per byte of text" in page and "eval_bits_per_byte" in page
 
 
 @pytest.mark.parametrize(

@@ -95,6 +95,27 @@ def test_the_model_directory_trains_into_the_same_run(run_zrodlo, tmp_path):
     assert_continues(run, RUN, 1, stderr)
 
 
+def test_the_run_continues_in_its_own_directory_and_columns(run_zrodlo, tmp_path):
+    """0.1.0's run directory cut back to step 2 and resumed there: its steps.csv and held_out.csv
+    keep 0.1.0's columns (no bits per byte) and, on the processor that wrote them, its lines."""
+    run = copy("run", tmp_path)
+    shutil.rmtree(run / "step-4")
+    returncode, _, stderr = run_zrodlo(
+        "checkpoint", "resume", "--checkpoint", run / "step-2", "--corpus", CORPUS,
+        "--output", run, "--steps", 4, *RESUME, cwd=tmp_path,
+    )  # fmt: skip
+    assert returncode == 0, stderr
+    for name in ("steps.csv", "held_out.csv"):
+        ours, theirs = (run / name).read_text(), (RUN / name).read_text()
+        assert ours.splitlines()[0] == theirs.splitlines()[0]
+        assert [len(line.split(",")) for line in ours.splitlines()] == [
+            len(line.split(",")) for line in theirs.splitlines()
+        ]
+        if same_processor():
+            assert ours == theirs
+    assert_continues(run, RUN, 3, stderr)
+
+
 def copy(name: str, into: Path) -> Path:
     target = into / name
     shutil.copytree(FIXTURES / name, target)

@@ -136,8 +136,8 @@ def test_the_page_holds_the_runs_records_and_scores(reported):
     assert f"{metrics['model']['parameters']:,} parameters." in page
     assert f"| steps | {STEPS} |" in page
     assert f"| tokens seen (targets) | {sum(int(r['targets']) for r in rows):,} |" in page
-    held_out = float(rows[-1]["eval_loss"])
-    assert f"| last held-out loss | {held_out:.4f} (step {STEPS}) |" in page
+    held_out, bits = float(rows[-1]["eval_loss"]), float(rows[-1]["eval_bits_per_byte"])
+    assert f"| last held-out loss | {held_out:.4f} (step {STEPS}, {bits:.4f} bits/byte) |" in page
     validation = metrics["corpora"]["validation"]
     ratio = validation["loss"] / validation["bigram_loss"]
     assert f"| validation | {validation['loss']:.4f} | {validation['perplexity']:.3f} |" in page

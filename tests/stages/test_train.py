@@ -23,6 +23,7 @@ from safetensors.torch import load_file
 
 from oracles import window_order
 from zrodlo.data.corpus import Corpus
+from zrodlo.data.text_size import scored_text
 from zrodlo.data.tokenizer import load_tokenizer
 from zrodlo.data.windows import build_windows
 from zrodlo.draws.bijection import bijection
@@ -232,7 +233,9 @@ def test_logs_hold_one_line_per_step_and_held_out_scores_every_n_and_last(main_r
     assert [int(row[0]) for row in steps] == [1, 2, 3, 4, 5]
     assert [row[4] for row in steps] == ["28"] * 5  # the targets of 4 windows
     assert [bool(row[5]) for row in steps] == [False, False, True, False, True]
-    assert csv_rows(output / "held_out.csv") == [[row[0], row[5]] for row in steps if row[5]]
+    assert [bool(row[6]) for row in steps] == [False, False, True, False, True]
+    held_out = [row[0:1] + row[5:] for row in steps if row[5]]
+    assert csv_rows(output / "held_out.csv") == held_out
     assert [int(row[0]) for row in csv_rows(output / "timing.csv")] == [1, 2, 3, 4, 5]
     entries = step_entries(output)
     assert [entry["step"] for entry in entries] == [1, 2, 3, 4, 5]
@@ -356,7 +359,13 @@ def test_held_out_scores_read_the_windows_drawn_once_from_the_seed(training_data
     network = GPT.from_weights(model.config, model.weights)
     expected = score(network, held_out.tokens, table, 2, torch.device("cpu"), windows=drawn)
     assert expected.windows == 2
-    assert float(csv_rows(output / "steps.csv")[3][5]) == pytest.approx(expected.loss, rel=1e-6)
+    row = csv_rows(output / "steps.csv")[3]
+    assert float(row[5]) == pytest.approx(expected.loss, rel=1e-6)
+    # Bits per byte of the text those windows score: the summed loss in bits over its bytes.
+    text_bytes, _ = scored_text(held_out.tokens, table, drawn, model.tokenizer.text_sizes)
+    bits = expected.summed / math.log(2) / text_bytes
+    assert float(row[6]) == pytest.approx(bits, rel=1e-6)
+    assert csv_rows(output / "held_out.csv")[1] == [row[0], row[5], row[6]]
 
 
 @pytest.mark.parametrize(("windows", "differs"), [(2, None), (None, 4)])

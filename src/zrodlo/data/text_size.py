@@ -7,6 +7,8 @@ its cost is charged to the text it ends, alike for every tokenizer.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from zrodlo.data.batches import IGNORED, collate
@@ -30,3 +32,8 @@ def scored_text(
         total += sizes[:, targets].sum(axis=1)
         release_pages(tokens)
     return int(total[0]), int(total[1])
+
+
+def bits(summed: float, size: int) -> float | None:
+    """A summed loss in nats as bits per unit of a text of `size` units; None for none."""
+    return summed / math.log(2) / size if size else None

@@ -6,14 +6,13 @@ scores `zrodlo model evaluate` prints and writes as JSON.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from zrodlo.data.corpus import Corpus
-from zrodlo.data.text_size import scored_text
+from zrodlo.data.text_size import bits, scored_text
 from zrodlo.data.windows import scored_windows
 from zrodlo.draws.chacha import check_seed
 from zrodlo.evaluation.bigram import Bigram
@@ -69,11 +68,6 @@ class PoolScores(TypedDict):
     bits_per_byte: float | None
     bigram_loss: NotRequired[float]
     bigram_bits_per_byte: NotRequired[float | None]
-
-
-def bits(summed: float, size: int) -> float | None:
-    """A summed loss in nats as bits per unit of a text of `size` units; None for none."""
-    return summed / math.log(2) / size if size else None
 
 
 def metrics_of(scores: Scores) -> dict[str, PoolScores]:

@@ -108,16 +108,19 @@ def model_section(config: dict, parameters: int) -> list[str]:
     ]
 
 
+def _held_out(step: int, loss: float, bits_per_byte: float) -> str:
+    """A held-out score with its step, and its bits per byte where the run recorded them."""
+    known = "" if math.isnan(bits_per_byte) else f", {bits_per_byte:.4f} bits/byte"
+    return f"{_loss(loss)} (step {step:,}{known})"
+
+
 def training_section(steps: Steps, trainer: dict | None, charts: list[str]) -> list[str]:
     held_out = steps.last_held_out()
     rows = [
         ["steps", f"{steps.step[-1]:,}"],
         ["tokens seen (targets)", f"{steps.tokens_seen:,}"],
         ["last training loss", _loss(steps.loss[-1])],
-        [
-            "last held-out loss",
-            "" if held_out is None else f"{_loss(held_out[1])} (step {held_out[0]:,})",
-        ],
+        ["last held-out loss", "" if held_out is None else _held_out(*held_out)],
     ]
     if trainer is not None:
         rows += [

@@ -17,7 +17,7 @@ from zrodlo.data.corpus import MANIFEST_FILE
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import open_input, read_input
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.records import STEPS_FILE, STEPS_HEADER, TIMING_HEADER
+from zrodlo.training.records import STEPS_FILE, STEPS_HEADER, STEPS_HEADER_0_1, TIMING_HEADER
 
 # The pools of the pipeline, in the order people read them; other corpora follow by name.
 POOL_ORDER = ("train", "validation", "test")
@@ -40,7 +40,8 @@ class Pool:
 
 @dataclass(frozen=True)
 class Steps:
-    """steps.csv by column; eval_loss is NaN on the steps without a held-out score."""
+    """steps.csv by column; the held-out columns are NaN on the steps without a held-out score
+    (and eval_bits_per_byte on every step of a run written by a release up to 0.1.0)."""
 
     step: list[int]
     loss: list[float]
@@ -48,6 +49,7 @@ class Steps:
     grad_norm: list[float]
     targets: list[int]
     eval_loss: list[float]
+    eval_bits_per_byte: list[float]
 
     def through(self, last: int) -> Steps:
         """The records of steps 1..last only."""
@@ -59,10 +61,12 @@ class Steps:
         """The targets the model was trained on: every step's scored tokens, summed."""
         return sum(self.targets)
 
-    def last_held_out(self) -> tuple[int, float] | None:
-        """The last step with a held-out score, and the score."""
+    def last_held_out(self) -> tuple[int, float, float] | None:
+        """The last step with a held-out score, its loss and bits per byte (NaN where unknown)."""
         scored = [
-            (s, v) for s, v in zip(self.step, self.eval_loss, strict=True) if not math.isnan(v)
+            (s, loss, bpb)
+            for s, loss, bpb in zip(self.step, self.eval_loss, self.eval_bits_per_byte, strict=True)
+            if not math.isnan(loss)
         ]
         return scored[-1] if scored else None
 
@@ -148,15 +152,18 @@ def read_steps(run: Path) -> Steps:
             f"{run} holds no {STEPS_FILE}; a run directory is written by zrodlo model train"
         )
     lines = _csv_rows(file, "a step record")
-    if not lines or ",".join(lines[0]) != STEPS_HEADER:
-        header = ",".join(lines[0]) if lines else "nothing"
+    header = ",".join(lines[0]) if lines else "nothing"
+    if header not in (STEPS_HEADER, STEPS_HEADER_0_1):
         raise Refusal(
             f"{file} starts with {header!r}; a run's {STEPS_FILE} starts with {STEPS_HEADER!r}"
         )
-    columns: tuple[list, ...] = ([], [], [], [], [], [])
+    width = len(lines[0])
+    columns: tuple[list, ...] = ([], [], [], [], [], [], [])
     for number, line in enumerate(lines[1:], start=2):
         try:
-            step, loss, rate, norm, targets, eval_loss = line
+            if len(line) != width:
+                raise ValueError(f"it has {len(line)} fields, and its header {width}")
+            step, loss, rate, norm, targets, eval_loss, *held_out_bits = line
             values = (
                 int(step),
                 float(loss),
@@ -164,6 +171,7 @@ def read_steps(run: Path) -> Steps:
                 float(norm),
                 int(targets),
                 _number(eval_loss),
+                _number(held_out_bits[0] if held_out_bits else ""),
             )
         except ValueError as error:
             raise Refusal(f"{file} line {number} does not read as a step record: {error}") from None

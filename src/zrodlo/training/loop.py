@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from zrodlo.data.corpus import Corpus, release_pages
+from zrodlo.data.text_size import bits, scored_text
 from zrodlo.data.windows import WindowTable, scored_windows
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.directory import Model
@@ -42,12 +43,14 @@ from zrodlo.training.step import Trainer, windows_digest
 @dataclass(frozen=True)
 class HeldOut:
     """A held-out corpus prepared for scoring: the corpus, its windows at the run's context, the
-    (k,) windows every score reads, and their digest where they are not all of them."""
+    (k,) windows every score reads, their digest where they are not all of them, and the UTF-8
+    bytes of the text they score (what turns a score into bits per byte)."""
 
     corpus: Corpus
     table: WindowTable
     windows: np.ndarray
     digest: str | None
+    text_bytes: int
 
 
 def check_held_out(eval_corpus: Path | None, eval_every: int | None) -> None:
@@ -64,7 +67,8 @@ def open_held_out(eval_corpus: Path | None, model: Model, plan: RunPlan) -> Held
     table = check_data(corpus, model, plan.context)
     windows = scored_windows(len(table), plan.eval_windows, plan.seed)
     digest = windows_digest(windows) if len(windows) < len(table) else None
-    return HeldOut(corpus, table, windows, digest)
+    text_bytes, _ = scored_text(corpus.tokens, table, windows, model.tokenizer.text_sizes)
+    return HeldOut(corpus, table, windows, digest, text_bytes)
 
 
 def fresh_provenance(start: Model, corpus_digest: str, plan: RunPlan) -> dict:
@@ -141,6 +145,7 @@ def run_updates(
                     )  # fmt: skip
                     record = replace(
                         record, eval_loss=held.loss, eval_windows=held_out.digest,
+                        eval_bits_per_byte=bits(held.summed, held_out.text_bytes),
                         eval_seconds=time.perf_counter() - started,
                     )  # fmt: skip
                 if record.step in planned:

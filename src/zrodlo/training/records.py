@@ -1,11 +1,12 @@
 """The per-step records of a run directory.
 
-- steps.csv: step, loss, learning_rate, grad_norm, targets, eval_loss, for people and `dvc plots`;
+- steps.csv: step, loss, learning_rate, grad_norm, targets, eval_loss, eval_bits_per_byte, for
+  people and `dvc plots`;
 - ledger.jsonl: per step the sha256 of its window indices and the loss, rate, norm and held-out loss
   as exact hex floats; after each checkpoint, the sha256 of its state files (what
   `zrodlo.evaluation.compare` compares);
-- held_out.csv: step, eval_loss on the steps that scored the held-out corpus, a dense series for
-  `dvc plots` (steps.csv leaves the column empty between scores);
+- held_out.csv: step, eval_loss, eval_bits_per_byte on the steps that scored the held-out corpus,
+  a dense series for `dvc plots` (steps.csv leaves the columns empty between scores);
 - timing.csv: step, seconds, tokens_per_second, the only machine-dependent record; a run may write
   it to another file instead (`--timing`), so that what a pipeline hashes holds no wall-clock time.
 
@@ -14,6 +15,9 @@ same lines as the run that was never interrupted. When a run continues in the di
 killed in, the lines past the checkpoint it continues from are dropped first. The records are
 synced before each checkpoint is renamed into place, so a checkpoint that survives a power cut
 never points past the records it continues.
+
+Runs written by releases up to 0.1.0 have no eval_bits_per_byte column; a run that continues in
+such a directory goes on writing that file's columns, so that its files stay one table each.
 """
 
 from __future__ import annotations
@@ -37,8 +41,11 @@ STEPS_FILE = "steps.csv"
 LEDGER_FILE = "ledger.jsonl"
 TIMING_FILE = "timing.csv"
 HELD_OUT_FILE = "held_out.csv"
-HELD_OUT_HEADER = "step,eval_loss"
-STEPS_HEADER = "step,loss,learning_rate,grad_norm,targets,eval_loss"
+HELD_OUT_HEADER = "step,eval_loss,eval_bits_per_byte"
+STEPS_HEADER = "step,loss,learning_rate,grad_norm,targets,eval_loss,eval_bits_per_byte"
+# The headers releases up to 0.1.0 wrote, without the held-out bits per byte.
+HELD_OUT_HEADER_0_1 = "step,eval_loss"
+STEPS_HEADER_0_1 = "step,loss,learning_rate,grad_norm,targets,eval_loss"
 TIMING_HEADER = "step,seconds,tokens_per_second"
 
 
@@ -56,6 +63,7 @@ class StepRecord:
     eval_loss: float | None = None
     eval_windows: str | None = None  # sha256 of the held-out windows scored, where not all
     eval_seconds: float | None = None  # wall time of the held-out score
+    eval_bits_per_byte: float | None = None  # the held-out loss in bits per byte of its text
 
 
 # What a run shows its progress with: given the steps done and the steps to reach, a context that
@@ -67,6 +75,19 @@ Progress = Callable[[int, int], AbstractContextManager[Callable[[StepRecord], No
 
 def _hex(value: float | None) -> str | None:
     return None if value is None else float(value).hex()
+
+
+def _field(value: float | None) -> str:
+    """A value as a CSV field: exact (repr), or empty for none."""
+    return "" if value is None else repr(value)
+
+
+_LEGACY_HEADERS = {STEPS_HEADER_0_1.encode(), HELD_OUT_HEADER_0_1.encode()}
+
+
+def _first_line(path: Path) -> bytes:
+    with open_input(path) as handle:
+        return handle.readline(256).rstrip(b"\n")
 
 
 def _cut_point(path: Path, done: int, step_of: Callable[[bytes], int | None]) -> tuple[int, bytes]:
@@ -142,12 +163,15 @@ class RunLog:
         )
         # Every record is checked, and where it is cut found, before any of them is changed.
         cuts: dict[str, int | None] = {}
+        self._legacy: set[str] = set()  # the files that keep the columns of releases up to 0.1.0
         self.ledger_tail: dict | None = None  # the ledger's last entry at or before `done`
         for name, path, _, step_of in records:
             check_in_place(path)
             self._paths[name] = path
             try:
                 cut, last = _cut_point(path, done, step_of) if path.exists() else (None, b"")
+                if cut and _first_line(path) in _LEGACY_HEADERS:
+                    self._legacy.add(name)
             except OSError as error:
                 raise WriteFailure(path, error) from None
             cuts[name] = cut
@@ -172,11 +196,13 @@ class RunLog:
             raise
 
     def step(self, record: StepRecord) -> None:
-        eval_loss = "" if record.eval_loss is None else repr(record.eval_loss)
+        held_out = _field(record.eval_loss)
+        if STEPS_FILE not in self._legacy:
+            held_out += f",{_field(record.eval_bits_per_byte)}"
         self._write(
             STEPS_FILE,
             f"{record.step},{record.loss!r},{record.learning_rate!r},{record.grad_norm!r},"
-            f"{record.targets},{eval_loss}",
+            f"{record.targets},{held_out}",
         )
         entry = {
             "step": record.step,
@@ -190,7 +216,10 @@ class RunLog:
             entry["eval_windows"] = record.eval_windows
         self._write(LEDGER_FILE, json.dumps(entry))
         if record.eval_loss is not None:
-            self._write(HELD_OUT_FILE, f"{record.step},{record.eval_loss!r}")
+            held_out = f"{record.step},{record.eval_loss!r}"
+            if HELD_OUT_FILE not in self._legacy:
+                held_out += f",{_field(record.eval_bits_per_byte)}"
+            self._write(HELD_OUT_FILE, held_out)
         rate = record.targets / record.seconds if record.seconds > 0 else 0.0
         self._write(TIMING_FILE, f"{record.step},{record.seconds:.6f},{rate:.1f}")
 

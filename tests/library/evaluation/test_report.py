@@ -13,11 +13,16 @@ from zrodlo.evaluation.report import write_charts, write_report
 from zrodlo.evaluation.run_records import read_metrics, read_pools, read_steps
 from zrodlo.storage.refusal import Refusal
 
-STEPS_CSV = """step,loss,learning_rate,grad_norm,targets,eval_loss
+STEPS_CSV = """step,loss,learning_rate,grad_norm,targets,eval_loss,eval_bits_per_byte
+1,4.25,0.001,1.5,120,,
+2,3.5,0.002,1.25,118,3.75,5.5
+3,3.0,0.002,1.0,121,,
+4,2.75,0.001,0.75,119,2.875,4.25
+"""
+# steps.csv as releases up to 0.1.0 wrote it: no held-out bits per byte.
+STEPS_CSV_0_1 = """step,loss,learning_rate,grad_norm,targets,eval_loss
 1,4.25,0.001,1.5,120,
 2,3.5,0.002,1.25,118,3.75
-3,3.0,0.002,1.0,121,
-4,2.75,0.001,0.75,119,2.875
 """
 MANIFESTS = {
     "validation": {"documents": 30, "characters": 12345, "tokens": 12405, "targets": 12375,
@@ -94,9 +99,18 @@ def test_steps_are_read_by_column_with_nan_where_no_held_out_score(records):
     assert steps.step == [1, 2, 3, 4]
     assert steps.tokens_seen == 120 + 118 + 121 + 119
     assert math.isnan(steps.eval_loss[0]) and steps.eval_loss[1] == 3.75
-    assert steps.last_held_out() == (4, 2.875)
+    assert steps.last_held_out() == (4, 2.875, 4.25)
     assert steps.through(2).targets == [120, 118]
-    assert steps.through(3).last_held_out() == (2, 3.75)
+    assert steps.through(3).last_held_out() == (2, 3.75, 5.5)
+
+
+def test_a_steps_csv_of_a_release_up_to_0_1_reads_without_bits_per_byte(records):
+    (records / "run" / "steps.csv").write_text(STEPS_CSV_0_1)
+    steps = read_steps(records / "run")
+    assert steps.step == [1, 2] and all(math.isnan(v) for v in steps.eval_bits_per_byte)
+    held_out = steps.last_held_out()
+    assert held_out is not None and held_out[:2] == (2, 3.75) and math.isnan(held_out[2])
+    assert "| last held-out loss | 3.7500 (step 2) |" in markdown(records)
 
 
 def test_the_data_table_holds_each_pools_sizes_and_unknown_rate(records):
@@ -114,7 +128,7 @@ def test_the_model_and_training_sections_hold_the_size_steps_and_tokens_seen(rec
     assert "| steps | 4 |" in page
     assert "| tokens seen (targets) | 478 |" in page
     assert "| last training loss | 2.7500 |" in page
-    assert "| last held-out loss | 2.8750 (step 4) |" in page
+    assert "| last held-out loss | 2.8750 (step 4, 4.2500 bits/byte) |" in page
     assert "| seed | 5 |" in page and "| learning_rate | 0.002 |" in page
     assert "| clip_norm | null |" in page and "| torch | 2.13.0 |" in page
 
@@ -185,11 +199,17 @@ def test_a_steps_csv_with_another_header_or_a_bad_line_is_refused(records):
         read_steps(records / "run")
     assert refused.value.sentence == (
         f"{file} starts with 'step,loss'; a run's steps.csv starts with "
-        "'step,loss,learning_rate,grad_norm,targets,eval_loss'"
+        "'step,loss,learning_rate,grad_norm,targets,eval_loss,eval_bits_per_byte'"
     )
-    file.write_text(STEPS_CSV + "5,x,0.1,1.0,3,\n")
+    file.write_text(STEPS_CSV + "5,x,0.1,1.0,3,,\n")
     with pytest.raises(Refusal, match="line 6 does not read as a step record"):
         read_steps(records / "run")
+    file.write_text(STEPS_CSV + "5,2.5,0.1,1.0,3,\n")
+    with pytest.raises(Refusal) as refused:
+        read_steps(records / "run")
+    assert refused.value.sentence == (
+        f"{file} line 6 does not read as a step record: it has 6 fields, and its header 7"
+    )
 
 
 def test_missing_or_malformed_scores_are_refused(records):

@@ -16,7 +16,10 @@ from zrodlo.training.records import (
 
 
 def record(step: int, loss: float = 1.5, eval_loss: float | None = None) -> StepRecord:
-    return StepRecord(step, loss, 0.01, 2.0, 100, f"{step:064x}", 0.5, eval_loss)
+    bits = None if eval_loss is None else eval_loss / 2
+    return StepRecord(
+        step, loss, 0.01, 2.0, 100, f"{step:064x}", 0.5, eval_loss, eval_bits_per_byte=bits
+    )
 
 
 def write_run(run, steps: int, checkpoints=()) -> None:
@@ -39,7 +42,36 @@ def test_continuing_after_a_step_drops_the_later_records_of_every_file(tmp_path)
     assert ledger[-1] == {"step": 6, "checkpoint": {"model.safetensors": f"{6:064x}"}}
     assert max(entry["step"] for entry in ledger) == 6
     held_out = (tmp_path / "held_out.csv").read_text().splitlines()
-    assert held_out == ["step,eval_loss", "2,1.0", "4,1.0", "6,1.0"]
+    assert held_out == ["step,eval_loss,eval_bits_per_byte", "2,1.0,0.5", "4,1.0,0.5", "6,1.0,0.5"]
+    assert steps[:3] == [
+        "step,loss,learning_rate,grad_norm,targets,eval_loss,eval_bits_per_byte",
+        "1,1.5,0.01,2.0,100,,",
+        "2,1.5,0.01,2.0,100,1.0,0.5",
+    ]
+
+
+def test_a_run_of_a_release_up_to_0_1_continues_in_its_own_columns(tmp_path):
+    """steps.csv and held_out.csv as 0.1.0 wrote them (no bits per byte): a run continued in the
+    directory appends rows of the file's own columns, so each file stays one table."""
+    (tmp_path / STEPS_FILE).write_text(
+        "step,loss,learning_rate,grad_norm,targets,eval_loss\n1,1.5,0.01,2.0,100,\n"
+        "2,1.5,0.01,2.0,100,1.0\n3,1.5,0.01,2.0,100,\n"
+    )
+    (tmp_path / "held_out.csv").write_text("step,eval_loss\n2,1.0\n")
+    log = RunLog(tmp_path, 2)
+    log.step(record(3))
+    log.step(record(4, eval_loss=0.75))
+    log.close()
+    assert (tmp_path / STEPS_FILE).read_text().splitlines() == [
+        "step,loss,learning_rate,grad_norm,targets,eval_loss",
+        "1,1.5,0.01,2.0,100,",
+        "2,1.5,0.01,2.0,100,1.0",
+        "3,1.5,0.01,2.0,100,",
+        "4,1.5,0.01,2.0,100,0.75",
+    ]
+    assert (tmp_path / "held_out.csv").read_text().splitlines() == [
+        "step,eval_loss", "2,1.0", "4,0.75",
+    ]  # fmt: skip
 
 
 def test_a_half_written_last_line_is_dropped(tmp_path):
