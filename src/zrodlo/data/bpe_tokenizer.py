@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from tokenizers import AddedToken, Tokenizer, decoders, models
 
+from zrodlo.data.bpe_encoding import LibraryEncoding
 from zrodlo.data.bpe_training import PIECES, byte_symbols
-from zrodlo.data.tokenizer import FILE_NAME, framed
+from zrodlo.data.tokenizer import FILE_NAME
 from zrodlo.storage.digest import json_sha256, write_json
 from zrodlo.storage.refusal import Refusal
 
@@ -33,13 +34,14 @@ NORMALIZATION = "none"  # texts are encoded as they are: no Unicode normalisatio
 
 
 @dataclass(frozen=True)
-class BPETokenizer:
+class BPETokenizer(LibraryEncoding):
     """The merges, each a pair of symbols written in GPT-2's byte stand-ins, in rank order."""
 
     merges: tuple[tuple[str, str], ...]
 
     kind = "bpe"
     bos, eos, unk = BOS, EOS, None
+    splits_at_lines = True  # GPT-2's pre-tokenizer
 
     @cached_property
     def vocabulary(self) -> list[str]:
@@ -91,40 +93,8 @@ class BPETokenizer:
         built.pre_tokenizer = PIECES
         built.decoder = decoders.ByteLevel()
         built.add_special_tokens([AddedToken(SPECIAL_TOKENS[i], special=True) for i in (BOS, EOS)])
+        built.encode_special_tokens = True  # a text holding "<eos>" is text: BOS and EOS only frame
         return built
-
-    def encode(self, text: str, out: np.ndarray | None = None) -> np.ndarray:
-        """Token ids of a text, (n,) int32, without BOS or EOS; into `out` if given."""
-        ids = np.asarray(self.library.encode(text, add_special_tokens=False).ids, dtype=np.int32)
-        if out is None:
-            return ids
-        out[: len(ids)] = ids
-        return out[: len(ids)]
-
-    def encode_documents(
-        self, texts: list[str], dtype: np.dtype | type = np.int32, out: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Each text as BOS t1..tn EOS, one after another: (sum(n)+2k,) tokens of `dtype` and the
-        (k,) lengths n+2; in the start of `out` where it has room for them all."""
-        parts = [_parts(text) for text in texts]
-        flat = [part for text_parts in parts for part in text_parts]
-        ids_of_parts = iter([ids for chunk in _chunks(flat) for ids in self._encode_batch(chunk)])
-        encoded = [np.concatenate([next(ids_of_parts) for _ in text_parts]) for text_parts in parts]
-        sizes = np.fromiter((len(ids) + 2 for ids in encoded), dtype=np.int64, count=len(texts))
-        tokens, ends = framed(sizes, (BOS, EOS), dtype, out)
-        for ids, end, size in zip(encoded, ends.tolist(), sizes.tolist(), strict=True):
-            tokens[end - size + 1 : end - 1] = ids
-        return tokens, sizes
-
-    def _encode_batch(self, texts: list[str]) -> list[np.ndarray]:
-        """Each text's ids, (n,) int32, encoded by the library on all cores at once."""
-        encoded = self.library.encode_batch_fast(texts, add_special_tokens=False)
-        return [np.asarray(encoding.ids, dtype=np.int32) for encoding in encoded]
-
-    def decode(self, ids: Any) -> str:
-        """Text of token ids; BOS and EOS are dropped, and bytes that end mid-character read as
-        U+FFFD."""
-        return self.library.decode([int(i) for i in ids], skip_special_tokens=True)
 
     def document(self) -> dict[str, Any]:
         """What tokenizer.json holds."""
@@ -156,42 +126,6 @@ class BPETokenizer:
         if data.get("vocabulary") != tokenizer.vocabulary:
             raise broken("its vocabulary is not the one its merges make")
         return tokenizer
-
-
-# The library's encodings hold far more than ids (each token's text, offsets, masks): texts are
-# encoded this many characters at a time, so that their memory stays small beside the ids kept.
-_CHUNK_CHARACTERS = 1 << 18
-
-
-def _parts(text: str) -> list[str]:
-    """A text cut before line breaks into parts of about `_CHUNK_CHARACTERS` characters, which
-    encode to the text's ids one after another: GPT-2's split starts a piece at a line break that
-    follows a visible character (no piece holds both), and BPE never merges across pieces. So a
-    long document costs the library's memory for a part at a time."""
-    parts, start = [], 0
-    while len(text) - start > _CHUNK_CHARACTERS:
-        cut = text.find("\n", start + _CHUNK_CHARACTERS)
-        while cut != -1 and not "!" <= text[cut - 1] <= "~":  # after a visible ASCII character
-            cut = text.find("\n", cut + 1)
-        if cut == -1:
-            break
-        parts.append(text[start:cut])
-        start = cut
-    parts.append(text[start:])
-    return parts
-
-
-def _chunks(texts: list[str]) -> list[list[str]]:
-    """The texts in order, in runs of about `_CHUNK_CHARACTERS` characters."""
-    runs: list[list[str]] = [[]]
-    held = 0
-    for text in texts:
-        if held >= _CHUNK_CHARACTERS:
-            runs.append([])
-            held = 0
-        runs[-1].append(text)
-        held += len(text)
-    return [run for run in runs if run]
 
 
 def check_vocab_size(vocab_size: int) -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data import bpe_tokenizer
+from zrodlo.data import bpe_encoding
 from zrodlo.data.bpe_tokenizer import BOS, EOS, BPETokenizer
 from zrodlo.data.bpe_training import count_pieces, fit_merges
 from zrodlo.data.tokenizer import load_tokenizer
@@ -45,6 +45,16 @@ def test_any_text_decodes_back_to_itself(fitted, text):
     ids = fitted.encode(text)
     assert fitted.decode(ids) == text
     assert ids.dtype == np.int32 and (ids >= 2).all() and (ids < fitted.vocab_size).all()
+
+
+def test_the_names_of_the_specials_in_a_text_are_text(fitted):
+    """A document that holds "<bos>" or "<eos>" (a tokenizer's own source, say) keeps them as
+    text: only the frame of a document is BOS and EOS."""
+    text = "a<bos>b<eos>c"
+    ids = fitted.encode(text).tolist()
+    assert BOS not in ids and EOS not in ids and fitted.decode(ids) == text
+    tokens, _ = fitted.encode_documents([text], np.uint32)
+    assert tokens.tolist() == [BOS, *ids, EOS]
 
 
 @settings(max_examples=50, deadline=None)
@@ -118,7 +128,7 @@ def test_long_documents_encode_in_parts_to_the_ids_of_the_whole(fitted, texts):
     """A document is encoded a part at a time, cut before line breaks, for memory: the ids are
     those of the whole text however short the parts."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bpe_tokenizer, "_CHUNK_CHARACTERS", 3)
+        patch.setattr(bpe_encoding, "_CHUNK_CHARACTERS", 3)
         tokens, _ = fitted.encode_documents(texts, np.uint32)
     expected = [token for text in texts for token in (BOS, *fitted.encode(text).tolist(), EOS)]
     assert tokens.tolist() == expected
