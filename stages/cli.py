@@ -47,7 +47,7 @@ documents_group = typer.Typer(
     help="Documents: bring them in, assign pools, split.", no_args_is_help=True
 )
 tokenizer_group = typer.Typer(
-    help="Tokenizers: characters, or a byte-level BPE.", no_args_is_help=True
+    help="Tokenizers: characters, a byte-level BPE, or one you already have.", no_args_is_help=True
 )
 corpus_group = typer.Typer(help="Token corpora prepared from documents.", no_args_is_help=True)
 app.add_typer(documents_group, name="documents")
@@ -69,6 +69,7 @@ documents_group.command("import", epilog=documents.IMPORT_EXAMPLE)(documents.imp
 documents_group.command("assign", epilog=assign.EXAMPLE)(assign.assign)
 documents_group.command("split", epilog=split.EXAMPLE)(split.split)
 tokenizer_group.command("fit", epilog=tokenizer.EXAMPLE)(tokenizer.fit)
+tokenizer_group.command("import", epilog=tokenizer.IMPORT_EXAMPLE)(tokenizer.import_tokenizer)
 corpus_group.command("prepare", epilog=prepare.EXAMPLE)(prepare.prepare)
 model_group.command("init", epilog=init.EXAMPLE)(init.init)
 model_group.command("train", epilog=train.EXAMPLE)(train.train)

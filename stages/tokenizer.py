@@ -1,4 +1,5 @@
-"""`zrodlo tokenizer fit`: fit a tokenizer on training documents (the `tokenizer` stage)."""
+"""`zrodlo tokenizer fit`: fit a tokenizer on training documents (the `tokenizer` stage);
+`zrodlo tokenizer import`: take a byte-level BPE the tokenizers library wrote, with its own ids."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ EXAMPLE = (
     "Example: zrodlo tokenizer fit --documents pools/train.jsonl --output tokenizer --kind bpe "
     "--vocab-size 1024"
 )
+IMPORT_EXAMPLE = "Example: zrodlo tokenizer import --from gpt2/tokenizer.json --output tokenizer"
 
 
 def fit(
@@ -42,3 +44,36 @@ def fit(
     if vocab_size is not None and tokenizer.vocab_size < vocab_size:
         line += f" (fewer than the {vocab_size} asked: the documents hold no more pairs to merge)"
     typer.echo(line)
+
+
+def import_tokenizer(
+    source: Path = typer.Option(
+        ...,
+        "--from",
+        help="A tokenizer.json of a byte-level BPE, as the tokenizers library writes it (the GPT-2 "
+        "family's).",
+    ),
+    output: Path = typer.Option(
+        ..., help="The directory to write tokenizer.json into; must not exist."
+    ),
+    bos: str | None = typer.Option(
+        None,
+        help="The special token that starts each document; by default the one tokenizer_config.json "
+        "beside the file names, or the file's only special token.",
+    ),
+    eos: str | None = typer.Option(
+        None,
+        help="The special token that ends each document; found as --bos is.",
+    ),
+) -> None:
+    """Import a byte-level BPE tokenizer you already have, its ids as they are.
+
+    Encodes as the tokenizers library does; refuses any other kind (WordPiece, Unigram, ...) and a
+    file that does not load, writing nothing (docs/tokenizers.md)."""
+    from zrodlo.data.bpe_file import import_tokenizer as run
+
+    tokenizer = run(source, output, bos=bos, eos=eos)
+    typer.echo(
+        f"wrote {output}: vocab_size {tokenizer.vocab_size}, BOS {tokenizer.bos}, "
+        f"EOS {tokenizer.eos}, digest {tokenizer.digest}"
+    )

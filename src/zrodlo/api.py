@@ -23,7 +23,7 @@ own entry point, never the caller's script, so they work from a notebook as from
     api.sample(Path("my-run/step-200"), "The ", tokens=100, seed=1)
 
 The commands are: torch_docs and import_documents (`documents torch-docs`, `documents import`),
-assign, split, fit_tokenizer (`tokenizer fit`), prepare, init, train, resume, evaluate, sample,
+assign, split, fit_tokenizer (`tokenizer fit`), import_tokenizer (`tokenizer import`), prepare, init, train, resume, evaluate, sample,
 export, diff (`checkpoint diff`), report, check_params (`pipeline check`), schedule_flags
 (`pipeline schedule`) and tokenizer_flags (`pipeline tokenizer`).
 """
@@ -35,6 +35,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from zrodlo.data.bpe_file import import_tokenizer
 from zrodlo.data.fitting import fit_tokenizer
 from zrodlo.data.pools import assign, split
 from zrodlo.data.preparation import prepare
@@ -56,7 +57,8 @@ from zrodlo.training.plan import RunPlan
 from zrodlo.training.runs import resume, train
 
 __all__ = [
-    "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "init",
+    "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "import_tokenizer",
+    "init",
     "prepare", "report", "resume", "sample", "schedule_flags", "split", "tokenizer_flags", "torch_docs", "train",
 ]  # fmt: skip
 

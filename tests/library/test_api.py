@@ -31,7 +31,8 @@ PLAN = dict(
 COMMANDS = {
     ("documents", "torch-docs"): api.torch_docs, ("documents", "import"): api.import_documents,
     ("documents", "assign"): api.assign, ("documents", "split"): api.split,
-    ("tokenizer", "fit"): api.fit_tokenizer, ("corpus", "prepare"): api.prepare,
+    ("tokenizer", "fit"): api.fit_tokenizer, ("tokenizer", "import"): api.import_tokenizer,
+    ("corpus", "prepare"): api.prepare,
     ("model", "init"): api.init, ("model", "train"): api.train, ("model", "evaluate"): api.evaluate,
     ("model", "sample"): api.sample, ("model", "export"): api.export,
     ("checkpoint", "resume"): api.resume, ("checkpoint", "diff"): api.diff, ("report",): api.report,

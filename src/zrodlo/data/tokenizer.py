@@ -1,6 +1,6 @@
 """Tokenizer files, and the character tokenizer: fitted on training documents only, encoding whole
-batches at once. A tokenizer.json names its kind: "char" (here) or "bpe"
-(`zrodlo.data.bpe_tokenizer`); `load_tokenizer` reads either.
+batches at once. A tokenizer.json names its kind: "char" (here), "bpe" (`zrodlo.data.bpe_tokenizer`)
+or "imported-bpe" (`zrodlo.data.bpe_import`); `load_tokenizer` reads each.
 
 Ids: UNK 0, BOS 1, EOS 2, then the fitted characters from 3 in code point order. A character the
 training documents never held encodes as UNK. Lone surrogates are not characters and are never
@@ -166,7 +166,7 @@ def framed(
 
 
 class Tokenizer(Protocol):
-    """What every kind of tokenizer offers: `CharTokenizer` and `BPETokenizer`. `unk` is None
+    """What every kind of tokenizer offers: `CharTokenizer`, `BPETokenizer` and `ImportedBPE`. `unk` is None
     for a tokenizer that encodes every text without an unknown token."""
 
     kind: str
@@ -222,8 +222,12 @@ def tokenizer_from_bytes(file: Path, content: bytes | memoryview) -> Tokenizer:
         from zrodlo.data.bpe_tokenizer import BPETokenizer  # the tokenizers library, when needed
 
         tokenizer = BPETokenizer.from_document(data, broken)
+    elif kind == "imported-bpe":
+        from zrodlo.data.bpe_import import ImportedBPE
+
+        tokenizer = ImportedBPE.from_document(data, broken)
     else:
-        raise broken('it is not a JSON object of kind "char" or "bpe"')
+        raise broken('it is not a JSON object of kind "char", "bpe" or "imported-bpe"')
     if data.get("digest") != tokenizer.digest:
         raise Refusal(
             f"{file} records digest {data.get('digest')}, and its content has digest "

@@ -8,7 +8,8 @@ projections in Conv1D layers, whose weight is (in, out): the transpose of an nn.
 character tokenizer becomes a `tokenizers` word-level vocabulary over single characters, ids as
 Zrodlo's: UNK 0, BOS 1, EOS 2 (also padding), then the fitted characters; a character it never saw
 is UNK. A byte-level BPE is written as the `tokenizers` BPE that encodes for Zrodlo, its ids
-Zrodlo's (BOS 0, EOS 1 and padding, the bytes, the merges). Special tokens are never read out of
+Zrodlo's (BOS 0, EOS 1 and padding, the bytes, the merges); an imported one as its own file
+with its own ids. Special tokens are never read out of
 text: "<bos>" typed in a prompt is its characters, as in Zrodlo. Like Zrodlo's windows, a text fed
 to the model starts with BOS; the tokenizer adds none.
 """
@@ -21,7 +22,6 @@ from typing import Any
 import torch
 from safetensors.torch import save_file
 
-from zrodlo.data.bpe_tokenizer import SPECIAL_TOKENS as BPE_SPECIAL_TOKENS
 from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, Tokenizer
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.gpt import NORM_EPS
@@ -102,18 +102,18 @@ def gpt2_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> None:
     """tokenizer.json, built with the `tokenizers` library, and tokenizer_config.json."""
     special = {"bos_token": tokenizer.bos, "eos_token": tokenizer.eos, "pad_token": tokenizer.eos}
-    if tokenizer.kind == "bpe":
-        tokenizer.library.save(str(directory / "tokenizer.json"))
-        names = BPE_SPECIAL_TOKENS
-    else:
+    if isinstance(tokenizer, CharTokenizer):
         _character_tokenizer(tokenizer).save(str(directory / "tokenizer.json"))
-        names = SPECIAL_TOKENS
+        name = SPECIAL_TOKENS.__getitem__
         special = {"unk_token": UNK, **special}
+    else:  # a BPE: the library's tokenizer that encodes for Zrodlo, its specials by their names
+        tokenizer.library.save(str(directory / "tokenizer.json"))
+        name = tokenizer.library.id_to_token
     write_json(
         directory / "tokenizer_config.json",
         {
             "tokenizer_class": "PreTrainedTokenizerFast",
-            **{role: names[token] for role, token in special.items()},
+            **{role: name(token) for role, token in special.items()},
             "split_special_tokens": True,
             "model_max_length": positions,
             "clean_up_tokenization_spaces": False,

@@ -1,0 +1,192 @@
+"""Importing a `tokenizers` file (`zrodlo tokenizer import`): what makes a file one Zrodlo can take
+(`check_library_file`), which of its tokens frame a document, and the import itself, which writes
+a tokenizer directory or, refused, nothing.
+
+BOS and EOS are the tokens `--bos` and `--eos` name; else those the transformers
+tokenizer_config.json beside the file names; else the file's one special token, for both (GPT-2's
+`<|endoftext|>`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from zrodlo.data.bpe_import import CALL_SETTINGS, ImportedBPE
+from zrodlo.data.bpe_tokenizer import LARGEST_VOCABULARY
+from zrodlo.data.bpe_training import byte_symbols
+from zrodlo.storage import jsonfile
+from zrodlo.storage.inputs import read_input
+from zrodlo.storage.outputs import new_directory
+from zrodlo.storage.refusal import Refusal
+
+CONFIG_FILE = "tokenizer_config.json"  # transformers' file beside tokenizer.json
+
+
+def _steps(step: Any) -> list[dict]:
+    """A pre-tokenizer's steps: those of a Sequence, or the one."""
+    if not isinstance(step, dict):
+        return []
+    if step.get("type") == "Sequence":
+        return [s for s in step.get("pretokenizers") or [] if isinstance(s, dict)]
+    return [step]
+
+
+def _vocabulary_problem(model: dict) -> str | None:
+    vocabulary, merges = model.get("vocab"), model.get("merges")
+    if not isinstance(vocabulary, dict) or not all(
+        isinstance(token, str) and type(index) is int and index >= 0
+        for token, index in vocabulary.items()
+    ):
+        return "its vocabulary is not a table of tokens to ids"
+    if not isinstance(merges, list):
+        return "its merges are not a list"
+    if len(set(vocabulary.values())) != len(vocabulary):
+        return "two tokens of its vocabulary share an id"
+    if vocabulary and max(vocabulary.values()) >= LARGEST_VOCABULARY:
+        return f"its ids reach past {LARGEST_VOCABULARY:,}, the most a Zrodlo vocabulary holds"
+    symbols = byte_symbols()
+    for byte, symbol in enumerate(symbols):
+        if symbol not in vocabulary:
+            return (
+                f"its vocabulary lacks the symbol of byte 0x{byte:02x} ({symbol!r}), so a text "
+                "holding that byte would not encode"
+            )
+    known = set(symbols)
+    for token in vocabulary:
+        if not token or not set(token) <= known:
+            return f"its token {token!r} is not written in byte symbols"
+    return None
+
+
+def check_library_file(file: Any) -> str | None:
+    """Why the parsed `tokenizers` file `file` is not a byte-level BPE Zrodlo can hold, or None."""
+    if not isinstance(file, dict) or not isinstance(file.get("model"), dict):
+        return "it holds no tokenizer model"
+    model = file["model"]
+    if model.get("type") != "BPE":
+        return f"its model is {model.get('type')}, not a byte-level BPE"
+    steps = _steps(file.get("pre_tokenizer"))
+    if not any(step.get("type") == "ByteLevel" for step in steps):
+        return "its pre-tokenizer has no ByteLevel step, so its tokens are not bytes"
+    if any(step.get("type") == "ByteLevel" and step.get("add_prefix_space") for step in steps):
+        return "its pre-tokenizer adds a space before each text, which decoding would keep"
+    if (file.get("decoder") or {}).get("type") != "ByteLevel":
+        return "its decoder is not ByteLevel, so its tokens would not decode to the text's bytes"
+    if file.get("normalizer") is not None:
+        kind = file["normalizer"].get("type") if isinstance(file["normalizer"], dict) else None
+        return f"it normalizes each text ({kind}), and a corpus keeps a text as it is"
+    if model.get("dropout") not in (None, 0, 0.0):
+        return "its BPE drops merges at random (dropout), so a text would encode more than one way"
+    if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
+        return "its model marks the pieces of words with a prefix or suffix"
+    problem = _vocabulary_problem(model)
+    if problem is not None:
+        return problem
+    added = file.get("added_tokens") or []
+    if not isinstance(added, list) or not all(
+        isinstance(token, dict)
+        and type(token.get("id")) is int
+        and 0 <= token["id"] < LARGEST_VOCABULARY
+        and isinstance(token.get("content"), str)
+        and isinstance(token.get("special"), bool)
+        for token in added
+    ):
+        return "its added tokens are not a list of ids, contents and whether each is special"
+    from tokenizers import Tokenizer
+
+    try:
+        Tokenizer.from_str(json.dumps(file))
+    except Exception as error:  # the library's own sentence for what it cannot load
+        return f"the tokenizers library does not load it: {error}"
+    return None
+
+
+def special_ids(file: dict) -> set[int]:
+    """The ids of a file's special tokens."""
+    return {token["id"] for token in file.get("added_tokens") or [] if token["special"]}
+
+
+def _special_by_name(file: dict) -> dict[str, int]:
+    return {
+        token["content"]: token["id"]
+        for token in file.get("added_tokens") or []
+        if token["special"]
+    }
+
+
+def _configured(source: Path, role: str) -> str | None:
+    """The token transformers' tokenizer_config.json beside `source` names for `role`."""
+    config_file = source.parent / CONFIG_FILE
+    if not config_file.is_file():
+        return None
+    try:
+        config = jsonfile.loads(read_input(config_file))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(
+            f"{config_file} does not load as a tokenizer configuration: {error}"
+        ) from None
+    token = config.get(role) if isinstance(config, dict) else None
+    if isinstance(token, dict):  # transformers also writes an added token whole
+        token = token.get("content")
+    return token if isinstance(token, str) else None
+
+
+def _frame(source: Path, file: dict, flag: str, given: str | None) -> int:
+    """The id of the special token that starts (--bos) or ends (--eos) each document."""
+    names = _special_by_name(file)
+    role = "bos_token" if flag == "--bos" else "eos_token"
+    chosen = given if given is not None else _configured(source, role)
+    if chosen is None:
+        if len(names) == 1:
+            return next(iter(names.values()))
+        listed = ", ".join(sorted(names)) or "none"
+        raise Refusal(
+            f"{source} names no token to {'start' if flag == '--bos' else 'end'} each document "
+            f"(no {CONFIG_FILE} beside it, and its special tokens are {listed}); name it with {flag}"
+        )
+    if chosen not in names:
+        raise Refusal(
+            f"{flag} {chosen} is no special token of {source}; a document is framed by tokens no "
+            "text encodes to"
+        )
+    return names[chosen]
+
+
+def read_library_file(source: Path) -> dict:
+    """The parsed `tokenizers` file `source`, refused with a sentence where it holds no byte-level
+    BPE Zrodlo can take."""
+    if not source.is_file():
+        raise Refusal(
+            f"{source} is not a file; --from takes a tokenizer.json the tokenizers library wrote"
+        )
+    try:
+        file = jsonfile.loads(read_input(source))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{source} does not load as a tokenizers file: {error}") from None
+    problem = check_library_file(file)
+    if problem is not None and problem.startswith("its model is "):
+        raise Refusal(
+            f"{source} holds a {file['model'].get('type')} tokenizer; Zrodlo imports byte-level "
+            "BPE tokenizers (the GPT-2 family's tokenizer.json) only"
+        )
+    if problem is not None:
+        raise Refusal(f"{source} cannot be imported: {problem}")
+    return {key: value for key, value in file.items() if key not in CALL_SETTINGS}
+
+
+def import_tokenizer(
+    source: Path, output: Path, bos: str | None = None, eos: str | None = None
+) -> ImportedBPE:
+    """Import the `tokenizers` file `source` into the new tokenizer directory `output`, its ids
+    as they are, documents framed by the special tokens `bos` and `eos` (module docstring)."""
+    with new_directory(output) as partial:
+        file = read_library_file(source)
+        tokenizer = ImportedBPE(
+            json.dumps(file, sort_keys=True),
+            _frame(source, file, "--bos", bos),
+            _frame(source, file, "--eos", eos),
+        )
+        tokenizer.save(partial)
+    return tokenizer

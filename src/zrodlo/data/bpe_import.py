@@ -1,0 +1,112 @@
+"""A byte-level BPE the user already has: a `tokenizers` file of the GPT-2 family (GPT-2, Llama 3,
+SmolLM, ...), kept with its own ids and encoded by the library exactly as the file says.
+
+Zrodlo's tokenizer.json of kind "imported-bpe" holds the file's JSON whole (less the padding and
+truncation settings, which belong to a call and would cut documents), the ids of the tokens that
+frame each document as BOS and EOS, and the digest of both. Only files whose every text encodes
+and decodes back are taken: a BPE model over the 256 byte symbols, a byte-level pre-tokenizer
+without an added prefix space, the byte-level decoder, no normalizer and no dropout. A text that
+holds the name of a special token is text: special tokens only frame documents.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from zrodlo.data.bpe_encoding import LibraryEncoding
+from zrodlo.data.bpe_training import byte_symbols
+from zrodlo.data.tokenizer import FILE_NAME
+from zrodlo.storage.digest import json_sha256, write_json
+
+KIND = "imported-bpe"
+# The settings of an encoding call, not of the tokenizer: dropped on import.
+CALL_SETTINGS = ("padding", "truncation")
+
+
+@dataclass(frozen=True)
+class ImportedBPE(LibraryEncoding):
+    """The library file's JSON text (`source`, keys sorted) and the ids framing each document."""
+
+    source: str
+    bos: int
+    eos: int
+
+    kind = KIND
+    unk = None
+
+    @cached_property
+    def file(self) -> dict[str, Any]:
+        return json.loads(self.source)
+
+    @cached_property
+    def library(self) -> Tokenizer:
+        built = Tokenizer.from_str(self.source)
+        built.encode_special_tokens = True  # the name of a special token in a text is text
+        return built
+
+    @cached_property
+    def splits_at_lines(self) -> bool:  # type: ignore[override]
+        """Whether the pre-tokenizer is GPT-2's split alone, which a long text may be cut by."""
+        step = self.file["pre_tokenizer"]
+        return step["type"] == "ByteLevel" and step.get("use_regex", True)
+
+    @cached_property
+    def vocab_size(self) -> int:
+        return max(self.library.get_vocab(with_added_tokens=True).values()) + 1
+
+    @cached_property
+    def text_sizes(self) -> np.ndarray:
+        """(2, V) int64: each token's UTF-8 bytes and the characters they start; special tokens
+        hold none, an added token its text."""
+        byte_of = {symbol: byte for byte, symbol in enumerate(byte_symbols())}
+        sizes = np.zeros((2, self.vocab_size), dtype=np.int64)
+        for token, index in self.file["model"]["vocab"].items():
+            raw = bytes(byte_of[symbol] for symbol in token)
+            sizes[:, index] = len(raw), sum(byte & 0xC0 != 0x80 for byte in raw)
+        for added in self.file.get("added_tokens") or []:
+            text = b"" if added["special"] else added["content"].encode("utf-8")
+            sizes[:, added["id"]] = len(text), len(text.decode("utf-8"))
+        return sizes
+
+    def canonical(self) -> dict[str, Any]:
+        """The content the digest is taken over."""
+        return {"kind": self.kind, "special": self.special, "tokenizer": self.file}
+
+    @property
+    def special(self) -> dict[str, int]:
+        return {"BOS": self.bos, "EOS": self.eos}
+
+    @cached_property
+    def digest(self) -> str:
+        return json_sha256(self.canonical())
+
+    def document(self) -> dict[str, Any]:
+        """What Zrodlo's tokenizer.json holds."""
+        return {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
+
+    def save(self, directory: Path) -> None:
+        write_json(directory / FILE_NAME, self.document())
+
+    @classmethod
+    def from_document(cls, data: dict[str, Any], broken: Any) -> ImportedBPE:
+        """The tokenizer a parsed tokenizer.json of kind "imported-bpe" holds; `broken(reason)` is
+        the refusal for a file that holds none."""
+        from zrodlo.data.bpe_file import check_library_file, special_ids
+
+        special, file = data.get("special"), data.get("tokenizer")
+        if not isinstance(special, dict) or sorted(special) != ["BOS", "EOS"]:
+            raise broken("its special ids are not BOS and EOS")
+        problem = check_library_file(file)
+        if problem is not None:
+            raise broken(problem)
+        tokenizer = cls(json.dumps(file, sort_keys=True), special["BOS"], special["EOS"])
+        if not {special["BOS"], special["EOS"]} <= special_ids(file):
+            raise broken("its BOS and EOS are not special tokens of its tokenizer")
+        return tokenizer

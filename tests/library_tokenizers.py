@@ -1,0 +1,94 @@
+"""Tokenizer files as the `tokenizers` library writes them, trained by its own trainers on a few
+texts: the GPT-2 family's byte-level BPE (GPT-2's and Llama 3's layouts), and kinds Zrodlo does
+not import (WordPiece, Unigram, WordLevel, a SentencePiece-style BPE)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+TEXTS = [
+    "the quick brown fox jumps over the lazy dog\n",
+    "def main():\n    return 42  # the answer\n",
+    "Zażółć gęślą jaźń, naïve café 東京 🙂\n",
+] * 20
+# Llama 3's split: contractions, letters, up to three digits, punctuation with its line breaks.
+LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def _byte_level(built: Tokenizer, specials: list[str], vocab_size: int) -> Tokenizer:
+    built.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    built.train_from_iterator(TEXTS, trainer)
+    return built
+
+
+def gpt2_file(path: Path, vocab_size: int = 400) -> Path:
+    """GPT-2's layout: the ByteLevel pre-tokenizer with its regex, one special token."""
+    built = Tokenizer(models.BPE())
+    built.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    _byte_level(built, ["<|endoftext|>"], vocab_size).save(str(path))
+    return path
+
+
+def llama3_file(path: Path, vocab_size: int = 400) -> Path:
+    """Llama 3's layout: its own split, then ByteLevel without a regex; two special tokens, named
+    in a tokenizer_config.json beside the file as transformers writes one."""
+    built = Tokenizer(models.BPE(ignore_merges=True))
+    built.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    specials = ["<|begin_of_text|>", "<|end_of_text|>"]
+    _byte_level(built, specials, vocab_size).save(str(path))
+    config = {"bos_token": specials[0], "eos_token": {"content": specials[1], "special": True}}
+    (path.parent / "tokenizer_config.json").write_text(json.dumps(config))
+    return path
+
+
+def other_file(path: Path, kind: str) -> Path:
+    """A tokenizer Zrodlo does not import: WordPiece, Unigram, WordLevel, or BPE over
+    SentencePiece's word markers (Llama 2's kind)."""
+    if kind == "WordPiece":
+        built = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        trainer = trainers.WordPieceTrainer(special_tokens=["[UNK]"], show_progress=False)
+    elif kind == "Unigram":
+        built = Tokenizer(models.Unigram())
+        trainer = trainers.UnigramTrainer(
+            vocab_size=100, special_tokens=["<unk>"], unk_token="<unk>", show_progress=False
+        )
+    elif kind == "WordLevel":
+        built = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+        trainer = trainers.WordLevelTrainer(special_tokens=["[UNK]"], show_progress=False)
+    else:
+        built = Tokenizer(models.BPE(byte_fallback=True))
+        built.normalizer = normalizers.Sequence(
+            [normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")]
+        )
+        built.decoder = decoders.Metaspace()
+        trainer = trainers.BpeTrainer(special_tokens=["<s>", "</s>"], show_progress=False)
+    if kind != "SentencePiece":
+        built.pre_tokenizer = pre_tokenizers.Whitespace()
+    built.train_from_iterator(TEXTS, trainer)
+    built.save(str(path))
+    return path
+
+
+def edited(path: Path, change) -> Path:
+    """The file at `path` with `change(parsed)` applied, written back."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path

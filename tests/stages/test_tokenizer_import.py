@@ -1,0 +1,105 @@
+"""`zrodlo tokenizer import` by the real command: a GPT-2-family file in, a corpus, a trained tiny
+model and its export out, whose transformers tokenizer gives the file's ids and whose loss is
+Zrodlo's; another kind of tokenizer refused with its sentence, writing nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import HELD_OUT_DOCUMENTS, TINY_MODEL, TRAINING_DOCUMENTS
+from library_tokenizers import gpt2_file, other_file
+from tokenizers import Tokenizer
+
+from zrodlo.data.batches import collate
+from zrodlo.data.corpus import Corpus
+from zrodlo.data.windows import build_windows
+
+# In `make test`, not `make check`: a training run and transformers loading the exported directory.
+pytestmark = pytest.mark.slow
+
+transformers = pytest.importorskip("transformers")
+
+CONTEXT = 9
+
+
+@pytest.fixture(scope="module")
+def imported_run(tmp_path_factory, write_documents, run_zrodlo, train_args) -> Path:
+    """A GPT-2-layout file imported, both corpora prepared with it, a tiny model trained 2 steps
+    and exported."""
+    root = tmp_path_factory.mktemp("imported")
+    gpt2_file(root / "gpt2.json")
+    write_documents(root / "train.jsonl", {k: v * 4 for k, v in TRAINING_DOCUMENTS.items()})
+    write_documents(root / "held-out.jsonl", HELD_OUT_DOCUMENTS)
+    returncode, stdout, stderr = run_zrodlo(
+        "tokenizer", "import", "--from", "gpt2.json", "--output", "tokenizer", cwd=root
+    )
+    assert (returncode, stderr) == (0, ""), stderr
+    digest = json.loads((root / "tokenizer" / "tokenizer.json").read_text())["digest"]
+    assert stdout == f"wrote tokenizer: vocab_size 356, BOS 0, EOS 0, digest {digest}\n"
+    commands = [
+        ("corpus", "prepare", "--documents", "train.jsonl", "--tokenizer", "tokenizer",
+         "--output", "corpus"),
+        ("corpus", "prepare", "--documents", "held-out.jsonl", "--tokenizer", "tokenizer",
+         "--output", "held-out"),
+        ("model", "init", "--tokenizer", "tokenizer", "--output", "model", *TINY_MODEL,
+         "--dropout", "0", "--seed", "7"),
+        tuple(train_args(root / "model", root / "corpus", root / "run", 2, {"--context": CONTEXT})),
+        ("model", "export", "--model", "run/step-2", "--output", "exported"),
+    ]  # fmt: skip
+    for args in commands:
+        returncode, _, stderr = run_zrodlo(*args, cwd=root)
+        assert (returncode, stderr) == (0, ""), (args, stderr)
+    return root
+
+
+def test_the_corpus_holds_the_files_ids_framed_by_its_special_token(imported_run):
+    library = Tokenizer.from_file(str(imported_run / "gpt2.json"))
+    end = library.token_to_id("<|endoftext|>")
+    expected = [
+        token
+        for text in HELD_OUT_DOCUMENTS.values()
+        for token in (end, *library.encode(text, add_special_tokens=False).ids, end)
+    ]
+    assert Corpus.open(imported_run / "held-out").tokens.tolist() == expected
+
+
+def test_the_export_encodes_as_the_file_and_scores_as_zrodlo(imported_run, run_zrodlo):
+    exported = imported_run / "exported"
+    hf = transformers.AutoTokenizer.from_pretrained(exported, local_files_only=True)
+    library = Tokenizer.from_file(str(imported_run / "gpt2.json"))
+    for text in ["naïve café 🙂\n\tdef f(): return 42", "the <|endoftext|> is text here"]:
+        ids = hf(text)["input_ids"]
+        if "<|endoftext|>" not in text:
+            assert ids == library.encode(text, add_special_tokens=False).ids
+        assert hf.decode(ids) == text
+    scores = imported_run / "scores.json"
+    returncode, _, stderr = run_zrodlo(
+        "model", "evaluate", "--model", "run/step-2", "--corpus", "held-out",
+        "--context", CONTEXT, "--output", scores, cwd=imported_run,
+    )  # fmt: skip
+    assert (returncode, stderr) == (0, ""), stderr
+    scored = json.loads(scores.read_text())["corpora"]["held-out"]
+    assert scored["bytes"] == sum(len(text.encode()) for text in HELD_OUT_DOCUMENTS.values())
+    model = transformers.AutoModelForCausalLM.from_pretrained(exported, local_files_only=True)
+    corpus = Corpus.open(imported_run / "held-out")
+    table = build_windows(corpus.offsets, CONTEXT)
+    inputs, targets = collate(corpus.tokens, table, np.arange(len(table)))
+    with torch.no_grad():
+        logits = model.eval()(inputs).logits  # (windows, 8, vocab)
+    summed = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
+    loss = summed.item() / int((targets != -100).sum())
+    assert loss == pytest.approx(scored["loss"], abs=1e-5)
+
+
+def test_a_wordpiece_file_is_refused_with_nothing_written(tmp_path, assert_refused):
+    source = other_file(tmp_path / "tokenizer.json", "WordPiece")
+    assert_refused(
+        "tokenizer", "import", "--from", source, "--output", tmp_path / "out",
+        sentence=f"{source} holds a WordPiece tokenizer; Zrodlo imports byte-level BPE "
+        "tokenizers (the GPT-2 family's tokenizer.json) only",
+    )  # fmt: skip
