@@ -10,6 +10,7 @@ import warnings
 import typer
 
 from zrodlo.stages import (
+    architecture_flags,
     assign,
     diff,
     documents,
@@ -82,6 +83,9 @@ app.command("report", epilog=report.EXAMPLE)(report.report)
 pipeline_group.command("check", epilog=pipeline.EXAMPLE)(pipeline.check)
 pipeline_group.command("schedule", epilog=schedule.EXAMPLE)(schedule.schedule)
 pipeline_group.command("tokenizer", epilog=tokenizer_flags.EXAMPLE)(tokenizer_flags.tokenizer)
+pipeline_group.command("architecture", epilog=architecture_flags.EXAMPLE)(
+    architecture_flags.architecture
+)
 
 
 def main() -> None:

@@ -27,7 +27,8 @@ ZRODLO = Path(sys.executable).parent / "zrodlo"
 # A wide, colourless terminal, so that help text is one line per option and has no escape codes.
 _ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 
-_OPTION_LINE = re.compile(r"^\*?\s*(--[a-z][a-z-]*)\s+(?:<\w+>|\[[a-z|-]+\])\s*(.*)$")
+# An option, its metavar (none for a switch) and its description.
+_OPTION_LINE = re.compile(r"^\*?\s*(--[a-z][a-z-]*)\s+(?:(?:<\w+>|\[[a-z|-]+\])\s*)?(.*)$")
 _ANNOTATION = re.compile(r"\[(required|default: [^\]]*)\]")
 
 

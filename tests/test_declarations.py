@@ -13,6 +13,7 @@ import yaml
 
 from zrodlo.model.config import ModelConfig, options_of
 from zrodlo.model.presets import SHAPE
+from zrodlo.pipeline.architecture import LLAMA_ONLY
 from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.training.plan import RunPlan
 
@@ -58,6 +59,8 @@ def test_params_and_the_stage_command_follow_the_declaration(
     reached = {flag[2:].replace("-", "_") for flag in flags}
     if "$schedule" in STAGES[stage]["cmd"]:
         reached |= SCHEDULED | SHARES
+    if "pipeline architecture" in STAGES[stage]["cmd"]:  # its $flags: architecture's settings
+        reached |= {"architecture", *LLAMA_ONLY}
     assert declared | (set(PARAMS[section]) & extra) <= reached, "a declared option the stage drops"
 
 

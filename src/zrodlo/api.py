@@ -25,7 +25,8 @@ own entry point, never the caller's script, so they work from a notebook as from
 The commands are: torch_docs and import_documents (`documents torch-docs`, `documents import`),
 assign, split, fit_tokenizer (`tokenizer fit`), import_tokenizer (`tokenizer import`), prepare, init, train, resume, evaluate, sample,
 export, diff (`checkpoint diff`), report, check_params (`pipeline check`), schedule_flags
-(`pipeline schedule`) and tokenizer_flags (`pipeline tokenizer`).
+(`pipeline schedule`), tokenizer_flags (`pipeline tokenizer`) and architecture_flags
+(`pipeline architecture`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from zrodlo.evaluation.sample import sample
 from zrodlo.model.config import ModelConfig, options_of
 from zrodlo.model.directory import init
 from zrodlo.model.presets import SHAPE
+from zrodlo.pipeline.architecture import architecture_flags
 from zrodlo.pipeline.check import check_params
 from zrodlo.pipeline.schedule import schedule_flags
 from zrodlo.pipeline.tokenizer import tokenizer_flags
@@ -57,7 +59,7 @@ from zrodlo.training.plan import RunPlan
 from zrodlo.training.runs import resume, train
 
 __all__ = [
-    "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "import_tokenizer",
+    "Refusal", "architecture_flags", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "import_tokenizer",
     "init",
     "prepare", "report", "resume", "sample", "schedule_flags", "split", "tokenizer_flags", "torch_docs", "train",
 ]  # fmt: skip

@@ -38,6 +38,7 @@ COMMANDS = {
     ("checkpoint", "resume"): api.resume, ("checkpoint", "diff"): api.diff, ("report",): api.report,
     ("pipeline", "check"): api.check_params, ("pipeline", "schedule"): api.schedule_flags,
     ("pipeline", "tokenizer"): api.tokenizer_flags,
+    ("pipeline", "architecture"): api.architecture_flags,
 }  # fmt: skip
 # What only the command line has: how it prints (--json), and a run's progress, which the API
 # takes as a function.

@@ -206,7 +206,13 @@ def test_every_option_of_model_init_has_help(run_zrodlo, option_descriptions, tm
     assert returncode == 0
     options = option_descriptions(stdout)
     expected = {"--tokenizer", "--output", "--preset", *(f"--{flag}" for flag in SHAPE)}
-    assert set(options) == expected | {"--dropout", "--attention-dropout", "--seed", "--help"}
+    llama = {"--architecture", "--kv-heads", "--rope-theta", "--tie-embeddings"}
+    assert set(options) == expected | llama | {
+        "--dropout",
+        "--attention-dropout",
+        "--seed",
+        "--help",
+    }
     assert all(options.values()), options
 
 

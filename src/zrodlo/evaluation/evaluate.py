@@ -18,7 +18,7 @@ from zrodlo.draws.chacha import check_seed
 from zrodlo.evaluation.bigram import Bigram
 from zrodlo.model.config import parameter_count
 from zrodlo.model.device import resolve_device
-from zrodlo.model.gpt import GPT
+from zrodlo.model.network import build_decoder
 from zrodlo.storage.digest import json_text
 from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal
@@ -135,7 +135,7 @@ def evaluate(
         counted.verified()
         reference = Bigram.count(counted.tokens, counted.offsets, loaded.config.vocab_size)
     target = resolve_device(device, ordinal, "f32")
-    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
+    network = build_decoder(loaded.config, loaded.weights, target, str(model))
     results: dict[str, CorpusScores] = {}
     for index, ((path, data), table) in enumerate(zip(opened, tables, strict=True)):
         size = sample_windows if index < len(sample_corpus) else None

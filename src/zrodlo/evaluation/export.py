@@ -1,5 +1,5 @@
-"""Export to Hugging Face transformers: a model directory or checkpoint written as a GPT-2
-directory that `AutoModelForCausalLM.from_pretrained` and `AutoTokenizer.from_pretrained` load
+"""Export to Hugging Face transformers: a model directory or checkpoint written as a GPT-2 (or,
+for a llama model, a Llama: `zrodlo.evaluation.llama_export`) directory that `AutoModelForCausalLM.from_pretrained` and `AutoTokenizer.from_pretrained` load
 offline, computing the same logits and encoding text to the same ids.
 
 Zrodlo's model is GPT-2's architecture with its own sizes: learned positions, pre-LayerNorm blocks,
@@ -23,6 +23,7 @@ import torch
 from safetensors.torch import save_file
 
 from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, Tokenizer
+from zrodlo.evaluation.llama_export import llama_config, llama_weights
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.gpt import NORM_EPS
 from zrodlo.storage.digest import write_json
@@ -141,10 +142,19 @@ def _characters(tokenizer: CharTokenizer) -> list[tuple[int, str]]:
 
 
 def export(model: Path, output: Path) -> Path:
-    """Write the model directory or checkpoint `model` as a transformers GPT-2 directory `output`."""
+    """Write the model directory or checkpoint `model` as a transformers directory `output`: a
+    GPT2LMHeadModel, or a LlamaForCausalLM for a llama model."""
     loaded = read_model(model)
+    config = loaded.config
+    if config.architecture == "llama":
+        stated, weights = (
+            llama_config(config, loaded.tokenizer),
+            llama_weights(config, loaded.weights),
+        )
+    else:
+        stated, weights = gpt2_config(config, loaded.tokenizer), gpt2_weights(loaded.weights)
     with new_directory(output) as partial:
-        write_json(partial / "config.json", gpt2_config(loaded.config, loaded.tokenizer))
-        save_file(gpt2_weights(loaded.weights), partial / WEIGHTS_FILE, metadata={"format": "pt"})
+        write_json(partial / "config.json", stated)
+        save_file(weights, partial / WEIGHTS_FILE, metadata={"format": "pt"})
         write_tokenizer(loaded.tokenizer, partial, loaded.config.positions)
     return output

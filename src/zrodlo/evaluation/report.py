@@ -119,7 +119,7 @@ def report(
     from zrodlo.model.config import parameter_count
     from zrodlo.model.device import resolve_device
     from zrodlo.model.directory import check_tokenizer_fits
-    from zrodlo.model.gpt import GPT
+    from zrodlo.model.network import build_decoder
     from zrodlo.training.checkpoint import read_model_and_record
 
     # Everything is read and checked before the first file is written.
@@ -160,7 +160,7 @@ def report(
         warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
     # On the CPU, so that the sample in the report is the same text on every machine.
     cpu = resolve_device("cpu", None, "f32")
-    network = GPT.from_weights(loaded.config, loaded.weights, cpu, str(model))
+    network = build_decoder(loaded.config, loaded.weights, cpu, str(model))
     text = draw(
         network,
         loaded.tokenizer,

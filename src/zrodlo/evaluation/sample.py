@@ -18,7 +18,8 @@ from zrodlo.draws.chacha import Purpose, Stream, check_seed
 from zrodlo.draws.floats import uniform
 from zrodlo.model.device import resolve_device
 from zrodlo.model.directory import check_tokenizer_fits
-from zrodlo.model.gpt import GPT
+from zrodlo.model.layers import Decoder
+from zrodlo.model.network import build_decoder
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_model
 
@@ -77,7 +78,7 @@ def choose(logits: np.ndarray, temperature: float, top_k: int | None, draw: floa
 
 
 def draw(
-    model: GPT,
+    model: Decoder,
     tokenizer: Tokenizer,
     prompt: str,
     tokens: int,
@@ -130,5 +131,5 @@ def sample(
     warning = unknown_warning(loaded.tokenizer, prompt)
     if warning:
         warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
-    network = GPT.from_weights(loaded.config, loaded.weights, target, str(model))
+    network = build_decoder(loaded.config, loaded.weights, target, str(model))
     return draw(network, loaded.tokenizer, prompt, tokens, temperature, top_k, seed, target)

@@ -6,12 +6,20 @@ alone.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 from zrodlo.storage.refusal import Refusal
+
+ARCHITECTURES = ("gpt", "llama")
+# The fields of a gpt model's config.json, in order: what releases up to 0.1.0 wrote.
+GPT_FIELDS = (
+    "vocab_size", "positions", "d_model", "layers", "heads", "d_ff", "dropout",
+    "attention_dropout",
+)  # fmt: skip
 
 
 def option(help: str | None, default: Any = MISSING, metavar: str | None = None) -> Any:
@@ -41,13 +49,44 @@ class ModelConfig:
     attention_dropout: float = option(
         "Dropout on attention probabilities, in [0, 1); above 0 it leaves the fused kernel.", 0.0
     )
+    # The architecture, and the settings only llama has (config.json of a gpt model holds none).
+    architecture: str = option(
+        "gpt: GPT-2's decoder (learned positions, LayerNorm, GELU). llama: RMSNorm, rotary "
+        "positions, a SwiGLU MLP, grouped-query attention, no biases.",
+        "gpt",
+        metavar="[gpt|llama]",
+    )
+    kv_heads: int | None = option(
+        "llama: key and value heads, dividing --heads (grouped-query attention); --heads by "
+        "default.",
+        None,
+    )
+    rope_theta: float | None = option(
+        "llama: the base of the rotary position angles; 10000 by default.", None
+    )
+    tie_embeddings: bool = option(
+        "llama: the LM head reads the token embedding's weights instead of its own.", False
+    )
+
+    def __post_init__(self) -> None:
+        if self.architecture == "llama":  # the defaults llama fills in, as config.json records
+            if self.kv_heads is None:
+                object.__setattr__(self, "kv_heads", self.heads)
+            if self.rope_theta is None:
+                object.__setattr__(self, "rope_theta", 10000.0)
+
+    @property
+    def head_width(self) -> int:
+        return self.d_model // self.heads
 
     def validate(self) -> None:
         """Refuse a configuration no model can be built from, naming the command-line flag."""
         _check(self, lambda field: "--" + field.replace("_", "-"))
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """config.json: a gpt model's holds the fields releases up to 0.1.0 wrote, and no more."""
+        values = asdict(self)
+        return values if self.architecture == "llama" else {k: values[k] for k in GPT_FIELDS}
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> ModelConfig:
@@ -58,16 +97,25 @@ class ModelConfig:
 
         if not isinstance(data, dict):
             raise refuse(f"it holds {_json_kind(data)}, not an object of named values")
-        values: dict[str, Any] = {}
+        architecture = data.get("architecture", "gpt")
+        if architecture not in ARCHITECTURES:
+            raise refuse(f"architecture is {architecture!r}; it is gpt or llama")
+        llama = architecture == "llama"
+        values: dict[str, Any] = {} if llama else {"architecture": architecture}
         for field in fields(cls):
+            if not llama and field.name not in GPT_FIELDS:
+                continue
             if field.name not in data:
                 raise refuse(f"it has no {field.name}")
             value = data[field.name]
-            if field.type == "int" and not _is_int(value):
+            kind = field.type.removesuffix(" | None")
+            if kind == "int" and not _is_int(value):
                 raise refuse(f"{field.name} is {value!r}, not a whole number")
-            if field.type == "float" and not (_is_int(value) or isinstance(value, float)):
+            if kind == "float" and not (_is_int(value) or isinstance(value, float)):
                 raise refuse(f"{field.name} is {value!r}, not a number")
-            values[field.name] = float(value) if field.type == "float" else value
+            if kind == "bool" and not isinstance(value, bool):
+                raise refuse(f"{field.name} is {value!r}, not true or false")
+            values[field.name] = float(value) if kind == "float" else value
         unknown = sorted(set(data) - set(values))
         if unknown:
             raise refuse(f"it holds {unknown[0]}, which no model configuration has")
@@ -99,6 +147,7 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
             f"{name('heads')} {config.heads} does not divide {name('d_model')} {config.d_model}; "
             "each head takes an equal share of the model width"
         )
+    _check_architecture(config, name)
     for field in ("dropout", "attention_dropout"):
         value = getattr(config, field)
         # A NaN fails the comparison and is refused with the rest.
@@ -114,6 +163,33 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
         )
 
 
+def _check_architecture(config: ModelConfig, name: Callable[[str], str]) -> None:
+    if config.architecture not in ARCHITECTURES:
+        raise Refusal(f"{name('architecture')} is {config.architecture}; it is gpt or llama")
+    if config.architecture == "gpt":
+        given = [f for f in ("kv_heads", "rope_theta") if getattr(config, f) is not None]
+        if config.tie_embeddings:
+            given.append("tie_embeddings")
+        if given:
+            raise Refusal(
+                f"{name(given[0])} is for {name('architecture')} llama; a gpt model has none"
+            )
+        return
+    kv_heads, theta = config.kv_heads, config.rope_theta
+    if not _is_int(kv_heads) or kv_heads < 1 or config.heads % kv_heads != 0:
+        raise Refusal(
+            f"{name('kv_heads')} {kv_heads} does not divide {name('heads')} {config.heads}; each "
+            "key and value head serves an equal share of the query heads"
+        )
+    if config.head_width % 2 != 0:
+        raise Refusal(
+            f"{name('d_model')} {config.d_model} over {name('heads')} {config.heads} gives heads "
+            f"{config.head_width} wide; rotary positions turn pairs, so a head's width is even"
+        )
+    if not isinstance(theta, int | float) or not (math.isfinite(theta) and theta > 0):
+        raise Refusal(f"{name('rope_theta')} is {theta}; it must be a positive finite number")
+
+
 def training_state_bytes(config: ModelConfig) -> int:
     """Bytes of the four float32 numbers training holds a parameter: the weight, its gradient and
     AdamW's two moments."""
@@ -126,12 +202,12 @@ def step_activation_bytes(config: ModelConfig, windows: int, context: int, preci
 
     Each of the context-1 positions of a window keeps, in every block, the normed input of its two
     branches, the query, key and value, the attention's output (6 d_model numbers) and the MLP's
-    hidden layer before and after GELU (2 d_ff), and the attention probabilities of every head
+    hidden layer before and after GELU (2 d_ff; llama's gate, up and their product, 3), and the attention probabilities of every head
     (heads x positions) when they are masked by dropout; then the last norm's output and two copies
     of the logits, the logits and their log-softmax. Under bf16 no number takes under 2 bytes.
     """
     positions = context - 1
-    per_block = 6 * config.d_model + 2 * config.d_ff
+    per_block = 6 * config.d_model + (3 if config.architecture == "llama" else 2) * config.d_ff
     if config.attention_dropout > 0:
         per_block += config.heads * positions
     per_position = config.layers * per_block + config.d_model + 2 * config.vocab_size
@@ -142,6 +218,8 @@ def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Every parameter's name and shape, in the order the model registers them, from the
     configuration alone: building the modules, even on the meta device, costs milliseconds that
     every checked read of a model would pay (a test holds the two equal)."""
+    if config.architecture == "llama":
+        return _llama_shapes(config)
     d, ff, vocab = config.d_model, config.d_ff, config.vocab_size
     shapes = {
         "token_embedding.weight": (vocab, d),
@@ -170,14 +248,40 @@ def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     }
 
 
+def _llama_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """llama's parameters: no biases, no position table, queries with their keys and values in one
+    projection, the MLP's gate and up projections in one, and no LM head of its own when tied."""
+    d, ff, vocab = config.d_model, config.d_ff, config.vocab_size
+    kv_width = (config.kv_heads or config.heads) * config.head_width
+    shapes = {"token_embedding.weight": (vocab, d)}
+    for layer in range(config.layers):
+        block = f"blocks.{layer}"
+        shapes |= {
+            f"{block}.attention_norm.weight": (d,),
+            f"{block}.attention.qkv.weight": (d + 2 * kv_width, d),
+            f"{block}.attention.out.weight": (d, d),
+            f"{block}.mlp_norm.weight": (d,),
+            f"{block}.mlp.gate_up.weight": (2 * ff, d),
+            f"{block}.mlp.down.weight": (d, ff),
+        }
+    shapes["final_norm.weight"] = (d,)
+    return shapes if config.tie_embeddings else shapes | {"lm_head.weight": (vocab, d)}
+
+
 def parameter_count(config: ModelConfig) -> int:
     """How many numbers the model's parameters hold, counted from the configuration alone (no
     parameter is allocated, so it is cheap for a configuration too large to build)."""
-    d, ff = config.d_model, config.d_ff
-    embeddings = (config.vocab_size + config.positions) * d
+    d, ff, vocab = config.d_model, config.d_ff, config.vocab_size
+    if config.architecture == "llama":
+        kv_width = (config.kv_heads or config.heads) * config.head_width
+        # Two norm scales, the qkv and out projections, the MLP's gate, up and down.
+        block = 2 * d + d * (d + 2 * kv_width) + d * d + 3 * d * ff
+        head = 0 if config.tie_embeddings else vocab * d
+        return vocab * d + config.layers * block + d + head
+    embeddings = (vocab + config.positions) * d
     # Two norms (scale and bias), qkv and out projections, the MLP's up and down, with biases.
     block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
-    return embeddings + config.layers * block + 2 * d + d * config.vocab_size
+    return embeddings + config.layers * block + 2 * d + d * vocab
 
 
 def machine_memory() -> int:

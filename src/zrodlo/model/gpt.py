@@ -8,15 +8,13 @@ and a GELU MLP, a final LayerNorm and an untied LM head. Dropout takes its masks
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.dropout import Site, StepMasks, apply_dropout
-from zrodlo.model.weights import check_weights
+from zrodlo.model.dropout import Site, StepMasks
+from zrodlo.model.layers import Decoder, attend, dropped
 
 NORM_EPS = 1e-5
 
@@ -48,29 +46,9 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.shape  # batch, time, d_model
         q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        if masks is not None and self.attention_dropout > 0:
-            y = self._explicit(q, k, v, masks)  # (B, heads, T, head_dim)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # fused kernel
+        y = attend(q, k, v, masks, self.layer, self.attention_dropout)  # (B, heads, T, head_dim)
         y = self.out(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
-        if masks is not None and self.dropout > 0:
-            keep = masks.keep(self.layer, Site.ATTENTION_OUTPUT, (B, T, C), self.dropout, x.device)
-            y = apply_dropout(y, keep, self.dropout)
-        return y
-
-    def _explicit(
-        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, masks: StepMasks
-    ) -> torch.Tensor:
-        """Attention spelled out, so the probabilities exist as a tensor that dropout can mask."""
-        B, H, T, D = q.shape
-        scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(D)  # (B, H, T, T) float32
-        future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # (T, T)
-        probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # float32
-        p = self.attention_dropout
-        probs = apply_dropout(
-            probs, masks.keep(self.layer, Site.ATTENTION_PROBS, (B, H, T, T), p, q.device), p
-        )
-        return probs.to(v.dtype) @ v  # (B, H, T, D)
+        return dropped(y, masks, self.layer, Site.ATTENTION_OUTPUT, self.dropout)
 
 
 class MLP(nn.Module):
@@ -84,10 +62,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor, masks: StepMasks | None) -> torch.Tensor:
         y = self.down(F.gelu(self.up(x)))  # (B, T, d_model)
-        if masks is not None and self.dropout > 0:
-            keep = masks.keep(self.layer, Site.MLP_OUTPUT, tuple(y.shape), self.dropout, y.device)
-            y = apply_dropout(y, keep, self.dropout)
-        return y
+        return dropped(y, masks, self.layer, Site.MLP_OUTPUT, self.dropout)
 
 
 class Block(nn.Module):
@@ -105,7 +80,7 @@ class Block(nn.Module):
         return x + self.mlp(self.mlp_norm(x), masks)
 
 
-class GPT(nn.Module):
+class GPT(Decoder):
     """The language model. `GPT(config)` holds placeholders only; build one with `from_weights`."""
 
     def __init__(self, config: ModelConfig) -> None:
@@ -120,36 +95,14 @@ class GPT(nn.Module):
             self.final_norm = LayerNorm(config.d_model)
             self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
 
-    @classmethod
-    def from_weights(
-        cls,
-        config: ModelConfig,
-        weights: dict[str, torch.Tensor],
-        device: str | torch.device = "cpu",
-        source: str = "the weights",
-    ) -> GPT:
-        """A model holding copies of `weights`, after `check_weights` has accepted them."""
-        check_weights(config, weights, source)
-        model = cls(config)
-        copies = {
-            name: w.detach().to(device, torch.float32, copy=True) for name, w in weights.items()
-        }
-        model.load_state_dict(copies, strict=True, assign=True)
-        return model
-
     def forward(self, tokens: torch.Tensor, masks: StepMasks | None = None) -> torch.Tensor:
         """Logits (B, T, vocab_size) in float32 for tokens (B, T); `masks` drop only in training."""
-        if tokens.size(1) > self.config.positions:
-            raise ValueError(
-                f"{tokens.size(1)} tokens exceed the model's {self.config.positions} positions"
-            )
+        self.check_length(tokens)
         T = tokens.size(1)  # tokens: (B, T)
         masks = masks if self.training else None
         positions = torch.arange(T, device=tokens.device)  # (T,)
         x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, d_model)
-        p = self.config.dropout
-        if masks is not None and p > 0:
-            x = apply_dropout(x, masks.keep(0, Site.EMBEDDING, tuple(x.shape), p, x.device), p)
+        x = dropped(x, masks, 0, Site.EMBEDDING, self.config.dropout)
         for block in self.blocks:
             x = block(x, masks)
         return self.lm_head(self.final_norm(x)).float()  # (B, T, vocab_size)

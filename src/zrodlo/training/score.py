@@ -20,7 +20,7 @@ from zrodlo.data.batches import collate
 from zrodlo.data.corpus import Corpus, release_pages
 from zrodlo.data.windows import WindowTable, build_windows
 from zrodlo.model.directory import Model
-from zrodlo.model.gpt import GPT
+from zrodlo.model.layers import Decoder
 from zrodlo.model.precision import autocast
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.loss import summed_nll, valid_targets
@@ -45,7 +45,7 @@ class Score:
 
 
 def score(
-    model: GPT,
+    model: Decoder,
     tokens: np.ndarray,
     table: WindowTable,
     batch_size: int,

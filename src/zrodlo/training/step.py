@@ -22,7 +22,8 @@ from zrodlo.model.config import ModelConfig, step_activation_bytes, training_sta
 from zrodlo.model.device import memory_of
 from zrodlo.model.directory import Model
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.gpt import GPT
+from zrodlo.model.layers import Decoder
+from zrodlo.model.network import build_decoder
 from zrodlo.model.precision import autocast
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import Checkpoint
@@ -50,7 +51,7 @@ class Trainer:
     def __init__(
         self,
         plan: RunPlan,
-        model: GPT,
+        model: Decoder,
         optimizer: torch.optim.AdamW,
         tokens: np.ndarray,
         table: WindowTable,
@@ -82,7 +83,7 @@ class Trainer:
         """A fresh run from a model's weights: a new AdamW, the schedule from its first update.
         With `ranks`, this process computes its share of each step of a data-parallel run."""
         _check_step_fits(model.config, plan, device)
-        network = GPT.from_weights(model.config, model.weights, device, str(model.path))
+        network = build_decoder(model.config, model.weights, device, str(model.path))
         optimizer = build_adamw(network.named_parameters(), plan.adamw, plan.learning_rate)
         return cls(plan, network, optimizer, tokens, table, device, ranks)
 
