@@ -211,7 +211,21 @@ def test_documents_help_lists_its_commands(run_zrodlo, tmp_path):
 @pytest.mark.parametrize(
     ("command", "flags"),
     [
-        ("import", {"--source", "--output", "--id-column", "--text-column", "--skipped", "--help"}),
+        (
+            "import",
+            {
+                "--source",
+                "--output",
+                "--id-column",
+                "--text-column",
+                "--include",
+                "--exclude",
+                "--skip-empty",
+                "--skip-undecodable",
+                "--skipped",
+                "--help",
+            },
+        ),
         ("torch-docs", {"--output", "--help"}),
     ],
 )

@@ -18,7 +18,7 @@ from zrodlo.draws.chacha import Purpose, Stream, check_seed
 from zrodlo.draws.floats import uniform
 from zrodlo.model.device import resolve_device
 from zrodlo.model.directory import check_tokenizer_fits
-from zrodlo.model.layers import Decoder
+from zrodlo.model.layers import Decoder, KVCache
 from zrodlo.model.network import build_decoder
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_model
@@ -92,17 +92,23 @@ def draw(
     draws = uniform(stream, 0, tokens)  # (tokens,) one uniform per token drawn
     sequence = [tokenizer.bos, *tokenizer.encode(prompt).tolist()]
     produced: list[int] = []
+    positions = model.config.positions
+    cache, unread = KVCache(), sequence
     model.eval()
     with torch.no_grad():
         for i in range(tokens):
-            window = sequence[-model.config.positions :]
-            inputs = torch.tensor([window], dtype=torch.long, device=device)  # (1, T)
-            logits = model(inputs)[0, -1].float().cpu().numpy()  # (V,)
+            if cache.length + len(unread) > positions:
+                # The model reads its last `positions` tokens; the window has moved, so every
+                # position it holds is another one now: read the window anew.
+                cache, unread = KVCache(), sequence[-positions:]
+            inputs = torch.tensor([unread], dtype=torch.long, device=device)  # (1, T)
+            logits = model(inputs, cache=cache)[0, -1].float().cpu().numpy()  # (V,)
             token = choose(logits, temperature, top_k, float(draws[i]))
             if token == tokenizer.eos:
                 break
             sequence.append(token)
             produced.append(token)
+            unread = [token]
     return tokenizer.decode(produced)
 
 

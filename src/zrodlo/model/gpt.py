@@ -14,7 +14,7 @@ from torch import nn
 
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.dropout import Site, StepMasks
-from zrodlo.model.layers import Decoder, attend, dropped
+from zrodlo.model.layers import Decoder, KVCache, attend, dropped
 
 NORM_EPS = 1e-5
 
@@ -42,10 +42,14 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
 
-    def forward(self, x: torch.Tensor, masks: StepMasks | None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, masks: StepMasks | None, cache: KVCache | None = None
+    ) -> torch.Tensor:
         B, T, C = x.shape  # batch, time, d_model
         q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
         q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        if cache is not None:
+            k, v = cache.extend(self.layer, k, v)  # (B, heads, S, head_dim) each
         y = attend(q, k, v, masks, self.layer, self.attention_dropout)  # (B, heads, T, head_dim)
         y = self.out(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
         return dropped(y, masks, self.layer, Site.ATTENTION_OUTPUT, self.dropout)
@@ -75,8 +79,10 @@ class Block(nn.Module):
         self.mlp_norm = LayerNorm(config.d_model)
         self.mlp = MLP(config, layer)
 
-    def forward(self, x: torch.Tensor, masks: StepMasks | None) -> torch.Tensor:
-        x = x + self.attention(self.attention_norm(x), masks)  # (B, T, d_model)
+    def forward(
+        self, x: torch.Tensor, masks: StepMasks | None, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        x = x + self.attention(self.attention_norm(x), masks, cache)  # (B, T, d_model)
         return x + self.mlp(self.mlp_norm(x), masks)
 
 
@@ -95,14 +101,19 @@ class GPT(Decoder):
             self.final_norm = LayerNorm(config.d_model)
             self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
 
-    def forward(self, tokens: torch.Tensor, masks: StepMasks | None = None) -> torch.Tensor:
-        """Logits (B, T, vocab_size) in float32 for tokens (B, T); `masks` drop only in training."""
-        self.check_length(tokens)
+    def forward(
+        self, tokens: torch.Tensor, masks: StepMasks | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        """Logits (B, T, vocab_size) in float32 for tokens (B, T) that follow the positions
+        `cache` holds (extending it); `masks` drop only in training."""
+        start = self.check_length(tokens, cache)
         T = tokens.size(1)  # tokens: (B, T)
         masks = masks if self.training else None
-        positions = torch.arange(T, device=tokens.device)  # (T,)
+        positions = torch.arange(start, start + T, device=tokens.device)  # (T,)
         x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, d_model)
         x = dropped(x, masks, 0, Site.EMBEDDING, self.config.dropout)
         for block in self.blocks:
-            x = block(x, masks)
+            x = block(x, masks, cache)
+        if cache is not None:
+            cache.length += T
         return self.lm_head(self.final_norm(x)).float()  # (B, T, vocab_size)

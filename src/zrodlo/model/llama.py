@@ -17,7 +17,7 @@ from torch import nn
 
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.dropout import Site, StepMasks
-from zrodlo.model.layers import Decoder, attend, dropped
+from zrodlo.model.layers import Decoder, KVCache, attend, dropped
 
 RMS_EPS = 1e-5
 
@@ -68,7 +68,11 @@ class Attention(nn.Module):
         self.out = nn.Linear(config.d_model, config.d_model, bias=False)
 
     def forward(
-        self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor], masks: StepMasks | None
+        self,
+        x: torch.Tensor,
+        angles: tuple[torch.Tensor, torch.Tensor],
+        masks: StepMasks | None,
+        cache: KVCache | None,
     ) -> torch.Tensor:
         B, T, C = x.shape  # batch, time, d_model
         kv_width = self.kv_heads * self.width
@@ -77,6 +81,8 @@ class Attention(nn.Module):
         k = k.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
         v = v.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
         q, k = rotated(q, *angles), rotated(k, *angles)
+        if cache is not None:
+            k, v = cache.extend(self.layer, k, v)  # (B, kv_heads, S, D) each, turned as read
         y = attend(q, k, v, masks, self.layer, self.attention_dropout)  # (B, heads, T, D)
         y = self.out(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
         return dropped(y, masks, self.layer, Site.ATTENTION_OUTPUT, self.dropout)
@@ -108,9 +114,13 @@ class Block(nn.Module):
         self.mlp = SwiGLU(config, layer)
 
     def forward(
-        self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor], masks: StepMasks | None
+        self,
+        x: torch.Tensor,
+        angles: tuple[torch.Tensor, torch.Tensor],
+        masks: StepMasks | None,
+        cache: KVCache | None,
     ) -> torch.Tensor:
-        x = x + self.attention(self.attention_norm(x), angles, masks)  # (B, T, d_model)
+        x = x + self.attention(self.attention_norm(x), angles, masks, cache)  # (B, T, d_model)
         return x + self.mlp(self.mlp_norm(x), masks)
 
 
@@ -127,15 +137,22 @@ class Llama(Decoder):
             if not config.tie_embeddings:
                 self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
 
-    def forward(self, tokens: torch.Tensor, masks: StepMasks | None = None) -> torch.Tensor:
-        """Logits (B, T, vocab_size) in float32 for tokens (B, T); `masks` drop only in training."""
-        self.check_length(tokens)
+    def forward(
+        self, tokens: torch.Tensor, masks: StepMasks | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        """Logits (B, T, vocab_size) in float32 for tokens (B, T) that follow the positions
+        `cache` holds (extending it); `masks` drop only in training."""
+        start = self.check_length(tokens, cache)
+        T = tokens.size(1)
         masks = masks if self.training else None
-        angles = rotary_angles(self.config, tokens.size(1), tokens.device)  # (T, D) each
+        cos, sin = rotary_angles(self.config, start + T, tokens.device)  # (start+T, D) each
+        angles = (cos[start:], sin[start:])  # (T, D) each
         x = self.token_embedding(tokens)  # (B, T, d_model)
         x = dropped(x, masks, 0, Site.EMBEDDING, self.config.dropout)
         for block in self.blocks:
-            x = block(x, angles, masks)
+            x = block(x, angles, masks, cache)
+        if cache is not None:
+            cache.length += T
         x = self.final_norm(x)  # (B, T, d_model) float32
         head = self.token_embedding.weight if self.config.tie_embeddings else self.lm_head.weight
         return F.linear(x, head).float()  # (B, T, vocab_size)

@@ -10,7 +10,7 @@ import torch
 
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.layers import Decoder
+from zrodlo.model.layers import Decoder, KVCache
 from zrodlo.model.network import build_decoder
 from zrodlo.model.weights import initial_weights
 
@@ -180,3 +180,15 @@ def test_nothing_reads_torch_random_state(arch):
     gpt = model(dropping(arch))
     gpt(tokens(4, 8), StepMasks(1, 1)).sum().backward()
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_reading_one_token_at_a_time_through_a_cache_gives_the_whole_passs_logits(arch):
+    decoder = model(small(arch), train=False)
+    whole = decoder(tokens(2, 8))  # (2, 8, 16)
+    cache = KVCache()
+    parts = [decoder(tokens(2, 8)[:, :3], cache=cache)]  # the prompt, then a token at a time
+    parts += [decoder(tokens(2, 8)[:, t : t + 1], cache=cache) for t in range(3, 8)]
+    assert cache.length == 8
+    torch.testing.assert_close(torch.cat(parts, dim=1), whole, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="9 tokens exceed the model's 8 positions"):
+        decoder(tokens(2, 1), cache=cache)
