@@ -32,6 +32,8 @@ SCRIPTS = {
     "evaluation": "evaluation.py",
     "bpe": "bpe.py",
     "tokenizers": "tokenizers_compared.py",
+    "sampling": "sampling.py",
+    "llama_step": "llama_step.py",
 }
 # The figures worth a reader's eye: ratios measured side by side, rates, peak memory, and what a
 # model size costs a step and how soon it reaches a loss.
