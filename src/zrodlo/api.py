@@ -23,10 +23,10 @@ own entry point, never the caller's script, so they work from a notebook as from
     api.sample(Path("my-run/step-200"), "The ", tokens=100, seed=1)
 
 The commands are: torch_docs and import_documents (`documents torch-docs`, `documents import`),
-assign, split, fit_tokenizer (`tokenizer fit`), import_tokenizer (`tokenizer import`), prepare, init, train, resume, evaluate, sample,
-export, diff (`checkpoint diff`), report, check_params (`pipeline check`), schedule_flags
-(`pipeline schedule`), tokenizer_flags (`pipeline tokenizer`) and architecture_flags
-(`pipeline architecture`).
+assign, split, fit_tokenizer (`tokenizer fit`), import_tokenizer (`tokenizer import`), prepare,
+init, train, resume, evaluate, sample, export, import_model (`model import`), diff (`checkpoint
+diff`), report, check_params (`pipeline check`), schedule_flags (`pipeline schedule`),
+tokenizer_flags (`pipeline tokenizer`) and architecture_flags (`pipeline architecture`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from zrodlo.data.torch_docs import torch_docs
 from zrodlo.evaluation.compare import diff
 from zrodlo.evaluation.evaluate import evaluate
 from zrodlo.evaluation.export import export
+from zrodlo.evaluation.hf_import import import_model
 from zrodlo.evaluation.report import report
 from zrodlo.evaluation.sample import sample
 from zrodlo.model.config import ModelConfig, options_of
@@ -59,7 +60,7 @@ from zrodlo.training.plan import RunPlan
 from zrodlo.training.runs import resume, train
 
 __all__ = [
-    "Refusal", "architecture_flags", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "import_tokenizer",
+    "Refusal", "architecture_flags", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "import_model", "import_tokenizer",
     "init",
     "prepare", "report", "resume", "sample", "schedule_flags", "split", "tokenizer_flags", "torch_docs", "train",
 ]  # fmt: skip

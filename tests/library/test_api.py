@@ -35,6 +35,7 @@ COMMANDS = {
     ("corpus", "prepare"): api.prepare,
     ("model", "init"): api.init, ("model", "train"): api.train, ("model", "evaluate"): api.evaluate,
     ("model", "sample"): api.sample, ("model", "export"): api.export,
+    ("model", "import"): api.import_model,
     ("checkpoint", "resume"): api.resume, ("checkpoint", "diff"): api.diff, ("report",): api.report,
     ("pipeline", "check"): api.check_params, ("pipeline", "schedule"): api.schedule_flags,
     ("pipeline", "tokenizer"): api.tokenizer_flags,

@@ -176,17 +176,22 @@ def read_library_file(source: Path) -> dict:
     return {key: value for key, value in file.items() if key not in CALL_SETTINGS}
 
 
+def imported(source: Path, bos: str | None = None, eos: str | None = None) -> ImportedBPE:
+    """The `tokenizers` file `source` as Zrodlo's tokenizer, its ids as they are, documents framed
+    by the special tokens `bos` and `eos` (module docstring)."""
+    file = read_library_file(source)
+    return ImportedBPE(
+        json.dumps(file, sort_keys=True),
+        _frame(source, file, "--bos", bos),
+        _frame(source, file, "--eos", eos),
+    )
+
+
 def import_tokenizer(
     source: Path, output: Path, bos: str | None = None, eos: str | None = None
 ) -> ImportedBPE:
-    """Import the `tokenizers` file `source` into the new tokenizer directory `output`, its ids
-    as they are, documents framed by the special tokens `bos` and `eos` (module docstring)."""
+    """Import the `tokenizers` file `source` into the new tokenizer directory `output`."""
     with new_directory(output) as partial:
-        file = read_library_file(source)
-        tokenizer = ImportedBPE(
-            json.dumps(file, sort_keys=True),
-            _frame(source, file, "--bos", bos),
-            _frame(source, file, "--eos", eos),
-        )
+        tokenizer = imported(source, bos, eos)
         tokenizer.save(partial)
     return tokenizer

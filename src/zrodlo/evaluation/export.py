@@ -24,7 +24,7 @@ from safetensors.torch import save_file
 
 from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, Tokenizer
 from zrodlo.evaluation.llama_export import llama_config, llama_weights
-from zrodlo.model.config import ModelConfig
+from zrodlo.model.config import ModelConfig, parameter_shapes
 from zrodlo.model.gpt import NORM_EPS
 from zrodlo.storage.digest import write_json
 from zrodlo.storage.outputs import new_directory
@@ -83,6 +83,19 @@ def gpt2_config(config: ModelConfig, tokenizer: Tokenizer) -> dict:
         "pad_token_id": tokenizer.eos,
         "dtype": "float32",
     }
+
+
+def gpt2_names(config: ModelConfig) -> dict[str, tuple[list[str], bool]]:
+    """Each Zrodlo parameter's GPT-2 name, and whether GPT-2 holds it transposed (a Conv1D's)."""
+    names = {}
+    for name in parameter_shapes(config):
+        if name in _MODEL_NAMES:
+            names[name] = ([_MODEL_NAMES[name]], False)
+            continue
+        _, layer, rest = name.split(".", 2)  # blocks.<i>.<rest>
+        target, transposed = _BLOCK_NAMES[rest]
+        names[name] = ([f"transformer.h.{layer}.{target}"], transposed)
+    return names
 
 
 def gpt2_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from zrodlo.data.tokenizer import Tokenizer
-from zrodlo.model.config import ModelConfig
+from zrodlo.model.config import ModelConfig, parameter_shapes
 from zrodlo.model.llama import RMS_EPS
 
 # Zrodlo's parameter name (after "blocks.<i>.") -> transformers' (after "model.layers.<i>.").
@@ -52,6 +52,26 @@ def llama_config(config: ModelConfig, tokenizer: Tokenizer) -> dict:
         "pad_token_id": tokenizer.eos,
         "dtype": "float32",
     }
+
+
+def llama_names(config: ModelConfig) -> dict[str, tuple[list[str], bool]]:
+    """Each Zrodlo parameter's transformers names (the parts of a fused projection, in its row
+    order); none is transposed."""
+    names = {}
+    for name in parameter_shapes(config):
+        if name in _MODEL_NAMES:
+            names[name] = ([_MODEL_NAMES[name]], False)
+            continue
+        _, layer, rest = name.split(".", 2)  # blocks.<i>.<rest>
+        prefix = f"model.layers.{layer}."
+        if rest == "attention.qkv.weight":
+            parts = [f"{prefix}self_attn.{part}.weight" for part in ("q_proj", "k_proj", "v_proj")]
+        elif rest == "mlp.gate_up.weight":
+            parts = [f"{prefix}mlp.{part}.weight" for part in ("gate_proj", "up_proj")]
+        else:
+            parts = [prefix + _BLOCK_NAMES[rest]]
+        names[name] = (parts, False)
+    return names
 
 
 def llama_weights(config: ModelConfig, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
