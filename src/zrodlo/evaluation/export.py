@@ -23,7 +23,7 @@ import torch
 from safetensors.torch import save_file
 
 from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, Tokenizer
-from zrodlo.evaluation.llama_export import llama_config, llama_weights
+from zrodlo.evaluation.llama_export import llama_config, llama_names
 from zrodlo.model.config import ModelConfig, parameter_shapes
 from zrodlo.model.gpt import NORM_EPS
 from zrodlo.storage.digest import write_json
@@ -85,31 +85,33 @@ def gpt2_config(config: ModelConfig, tokenizer: Tokenizer) -> dict:
     }
 
 
-def gpt2_names(config: ModelConfig) -> dict[str, tuple[list[str], bool]]:
-    """Each Zrodlo parameter's GPT-2 name, and whether GPT-2 holds it transposed (a Conv1D's)."""
+# Each Zrodlo parameter's transformers names with the rows each holds (the parts of a fused
+# projection, in row order), and whether transformers holds it transposed.
+Names = dict[str, tuple[list[tuple[str, int]], bool]]
+
+
+def gpt2_names(config: ModelConfig) -> Names:
+    """Each Zrodlo parameter's GPT-2 name; a Conv1D's weight GPT-2 holds transposed, (in, out)."""
     names = {}
-    for name in parameter_shapes(config):
+    for name, shape in parameter_shapes(config).items():
         if name in _MODEL_NAMES:
-            names[name] = ([_MODEL_NAMES[name]], False)
+            names[name] = ([(_MODEL_NAMES[name], shape[0])], False)
             continue
         _, layer, rest = name.split(".", 2)  # blocks.<i>.<rest>
         target, transposed = _BLOCK_NAMES[rest]
-        names[name] = ([f"transformer.h.{layer}.{target}"], transposed)
+        rows = shape[-1] if transposed else shape[0]
+        names[name] = ([(f"transformer.h.{layer}.{target}", rows)], transposed)
     return names
 
 
-def gpt2_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Zrodlo's weights under GPT-2's names, Conv1D weights transposed to (in, out)."""
+def transformers_weights(names: Names, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Zrodlo's weights under transformers' names: transposed where it holds them so, and a fused
+    projection split into its parts by rows."""
     renamed = {}
-    for name, tensor in weights.items():
-        if name in _MODEL_NAMES:
-            renamed[_MODEL_NAMES[name]] = tensor.contiguous()
-            continue
-        _, layer, rest = name.split(".", 2)  # blocks.<i>.<rest>
-        target, transposed = _BLOCK_NAMES[rest]
-        renamed[f"transformer.h.{layer}.{target}"] = (
-            tensor.t() if transposed else tensor
-        ).contiguous()
+    for name, (parts, transposed) in names.items():
+        tensor = weights[name].t() if transposed else weights[name]
+        for (part, _), rows in zip(parts, tensor.split([n for _, n in parts]), strict=True):
+            renamed[part] = rows.contiguous()
     return renamed
 
 
@@ -162,10 +164,13 @@ def export(model: Path, output: Path) -> Path:
     if config.architecture == "llama":
         stated, weights = (
             llama_config(config, loaded.tokenizer),
-            llama_weights(config, loaded.weights),
+            transformers_weights(llama_names(config), loaded.weights),
         )
     else:
-        stated, weights = gpt2_config(config, loaded.tokenizer), gpt2_weights(loaded.weights)
+        stated, weights = (
+            gpt2_config(config, loaded.tokenizer),
+            transformers_weights(gpt2_names(config), loaded.weights),
+        )
     with new_directory(output) as partial:
         write_json(partial / "config.json", stated)
         save_file(weights, partial / WEIGHTS_FILE, metadata={"format": "pt"})

@@ -143,12 +143,12 @@ def zrodlo_weights(
         theirs["lm_head.weight"] = theirs.get("transformer.wte.weight")  # a tied head, copied
     ours: dict[str, torch.Tensor] = {}
     for name, (parts, transposed) in names.items():
-        missing = [part for part in parts if theirs.get(part) is None]
+        missing = [part for part, _ in parts if theirs.get(part) is None]
         if missing:
             raise Refusal(
                 f"{file} has no tensor {missing[0]}, which a {stated['model_type']} needs"
             )
-        tensors = [theirs[part].to(torch.float32) for part in parts]
+        tensors = [theirs[part].to(torch.float32) for part, _ in parts]
         joined = torch.cat([t.t() if transposed else t for t in tensors])
         ours[name] = joined.contiguous().clone()
     check_weights(config, ours, str(file))

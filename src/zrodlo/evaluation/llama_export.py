@@ -6,8 +6,6 @@ does, so no weight is permuted.
 
 from __future__ import annotations
 
-import torch
-
 from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.model.config import ModelConfig, parameter_shapes
 from zrodlo.model.llama import RMS_EPS
@@ -54,44 +52,25 @@ def llama_config(config: ModelConfig, tokenizer: Tokenizer) -> dict:
     }
 
 
-def llama_names(config: ModelConfig) -> dict[str, tuple[list[str], bool]]:
-    """Each Zrodlo parameter's transformers names (the parts of a fused projection, in its row
-    order); none is transposed."""
+def llama_names(config: ModelConfig) -> dict[str, tuple[list[tuple[str, int]], bool]]:
+    """Each Zrodlo parameter's transformers names with their rows (the queries, keys and values of
+    the fused projection; the gate and up projections); none is transposed."""
+    kv_width = config.kv_heads * config.head_width
     names = {}
-    for name in parameter_shapes(config):
+    for name, shape in parameter_shapes(config).items():
         if name in _MODEL_NAMES:
-            names[name] = ([_MODEL_NAMES[name]], False)
+            names[name] = ([(_MODEL_NAMES[name], shape[0])], False)
             continue
         _, layer, rest = name.split(".", 2)  # blocks.<i>.<rest>
         prefix = f"model.layers.{layer}."
         if rest == "attention.qkv.weight":
-            parts = [f"{prefix}self_attn.{part}.weight" for part in ("q_proj", "k_proj", "v_proj")]
+            rows = {"q_proj": config.d_model, "k_proj": kv_width, "v_proj": kv_width}
+            parts = [(f"{prefix}self_attn.{part}.weight", n) for part, n in rows.items()]
         elif rest == "mlp.gate_up.weight":
-            parts = [f"{prefix}mlp.{part}.weight" for part in ("gate_proj", "up_proj")]
+            parts = [
+                (f"{prefix}mlp.{part}.weight", config.d_ff) for part in ("gate_proj", "up_proj")
+            ]
         else:
-            parts = [prefix + _BLOCK_NAMES[rest]]
+            parts = [(prefix + _BLOCK_NAMES[rest], shape[0])]
         names[name] = (parts, False)
     return names
-
-
-def llama_weights(config: ModelConfig, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Zrodlo's weights under transformers' Llama names."""
-    kv_width = config.kv_heads * config.head_width
-    renamed = {}
-    for name, tensor in weights.items():
-        if name in _MODEL_NAMES:
-            renamed[_MODEL_NAMES[name]] = tensor.contiguous()
-            continue
-        _, layer, rest = name.split(".", 2)  # blocks.<i>.<rest>
-        prefix = f"model.layers.{layer}."
-        if rest == "attention.qkv.weight":
-            q, k, v = tensor.split((config.d_model, kv_width, kv_width))  # rows
-            for part, value in (("q_proj", q), ("k_proj", k), ("v_proj", v)):
-                renamed[f"{prefix}self_attn.{part}.weight"] = value.contiguous()
-        elif rest == "mlp.gate_up.weight":
-            gate, up = tensor.chunk(2)  # rows
-            renamed[f"{prefix}mlp.gate_proj.weight"] = gate.contiguous()
-            renamed[f"{prefix}mlp.up_proj.weight"] = up.contiguous()
-        else:
-            renamed[prefix + _BLOCK_NAMES[rest]] = tensor.contiguous()
-    return renamed
