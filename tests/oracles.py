@@ -37,3 +37,21 @@ def window_order(count: int, pass_index: int, seed: int, shuffle: bool) -> np.nd
     if not shuffle:
         return np.arange(count, dtype=np.int64)
     return permutation(pass_stream(seed, pass_index), count)
+
+
+def transformers_loss(model, corpus_path, context: int) -> float:
+    """The mean loss per target a transformers causal LM gives every window of a prepared corpus
+    at `context`, computed by transformers' forward pass and torch's cross-entropy."""
+    import torch.nn.functional as F
+
+    from zrodlo.data.batches import collate
+    from zrodlo.data.corpus import Corpus
+    from zrodlo.data.windows import build_windows
+
+    corpus = Corpus.open(corpus_path)
+    table = build_windows(corpus.offsets, context)
+    inputs, targets = collate(corpus.tokens, table, np.arange(len(table)))  # (windows, C-1) each
+    with torch.no_grad():
+        logits = model.eval()(inputs).logits  # (windows, C-1, vocab)
+    summed = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
+    return summed.item() / int((targets != -100).sum())

@@ -8,18 +8,13 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 from conftest import HELD_OUT_DOCUMENTS, TINY_MODEL, TRAINING_DOCUMENTS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data.batches import collate
-from zrodlo.data.corpus import Corpus
+from oracles import transformers_loss
 from zrodlo.data.tokenizer import load_tokenizer
-from zrodlo.data.windows import build_windows
 
 # In `make test`, not `make check`: training runs and transformers loading the exported directory.
 pytestmark = pytest.mark.slow
@@ -126,13 +121,7 @@ def test_transformers_loss_is_zrodlo_model_evaluates(exported, bpe, bpe_run, run
     bits = expected * scored["targets"] / math.log(2) / text_bytes
     assert scored["bits_per_byte"] == pytest.approx(bits, rel=1e-9)
     model = transformers.AutoModelForCausalLM.from_pretrained(exported, local_files_only=True)
-    corpus = Corpus.open(bpe / "held-out")
-    table = build_windows(corpus.offsets, CONTEXT)
-    inputs, targets = collate(corpus.tokens, table, np.arange(len(table)))
-    with torch.no_grad():
-        logits = model.eval()(inputs).logits  # (windows, 8, vocab)
-    summed = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
-    loss = summed.item() / int((targets != -100).sum())
+    loss = transformers_loss(model, bpe / "held-out", CONTEXT)
     assert loss == pytest.approx(expected, abs=1e-5)
 
 

@@ -11,16 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from conftest import TINY_MODEL
 
-from zrodlo.data.batches import collate
-from zrodlo.data.corpus import Corpus
+from oracles import transformers_loss
 from zrodlo.data.tokenizer import load_tokenizer
-from zrodlo.data.windows import build_windows
 
 # In `make test`, not `make check`: training runs, worker processes and transformers.
 pytestmark = pytest.mark.slow
@@ -136,12 +132,7 @@ def test_transformers_loads_a_llama_whose_loss_is_zrodlos(
     )  # fmt: skip
     assert (returncode, stderr) == (0, ""), stderr
     expected = json.loads(scores.read_text())["corpora"]["held-out"]["loss"]
-    corpus = Corpus.open(training_data.held_out)
-    inputs, targets = collate(corpus.tokens, build_windows(corpus.offsets, 9), np.arange(5))
-    with torch.no_grad():
-        logits = model.eval()(inputs).logits  # (windows, 8, vocab)
-    summed = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
-    loss = summed.item() / int((targets != -100).sum())
+    loss = transformers_loss(model, training_data.held_out, 9)
     assert loss == pytest.approx(expected, abs=1e-5)
 
 

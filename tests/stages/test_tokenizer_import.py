@@ -7,17 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 from conftest import HELD_OUT_DOCUMENTS, TINY_MODEL, TRAINING_DOCUMENTS
 from library_tokenizers import gpt2_file, other_file
 from tokenizers import Tokenizer
 
-from zrodlo.data.batches import collate
+from oracles import transformers_loss
 from zrodlo.data.corpus import Corpus
-from zrodlo.data.windows import build_windows
 
 # In `make test`, not `make check`: a training run and transformers loading the exported directory.
 pytestmark = pytest.mark.slow
@@ -86,13 +82,7 @@ def test_the_export_encodes_as_the_file_and_scores_as_zrodlo(imported_run, run_z
     scored = json.loads(scores.read_text())["corpora"]["held-out"]
     assert scored["bytes"] == sum(len(text.encode()) for text in HELD_OUT_DOCUMENTS.values())
     model = transformers.AutoModelForCausalLM.from_pretrained(exported, local_files_only=True)
-    corpus = Corpus.open(imported_run / "held-out")
-    table = build_windows(corpus.offsets, CONTEXT)
-    inputs, targets = collate(corpus.tokens, table, np.arange(len(table)))
-    with torch.no_grad():
-        logits = model.eval()(inputs).logits  # (windows, 8, vocab)
-    summed = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
-    loss = summed.item() / int((targets != -100).sum())
+    loss = transformers_loss(model, imported_run / "held-out", CONTEXT)
     assert loss == pytest.approx(scored["loss"], abs=1e-5)
 
 
