@@ -103,3 +103,84 @@ def test_a_setting_zrodlo_cannot_compute_is_refused_naming_it(tmp_path, assert_r
         sentence=f"{source / 'config.json'} states model_type 'bert'; Zrodlo imports gpt2 and "
         "llama causal LMs only",
     )  # fmt: skip
+
+
+def edited(source: Path, drop: tuple[str, ...] = (), **values: object) -> Path:
+    """config.json of `source` with the fields `drop` left out and `values` set."""
+    config = json.loads((source / "config.json").read_text())
+    for field in drop:
+        config.pop(field, None)
+    (source / "config.json").write_text(json.dumps({**config, **values}))
+    return source / "config.json"
+
+
+EXACT = "so the model cannot be imported exactly"
+
+
+@pytest.mark.parametrize(
+    ("kind", "drop", "values", "refusal"),
+    [
+        # A field config.json leaves out is transformers' default, which Zrodlo must compute too.
+        ("gpt2", ("activation_function",), {}, "does not set activation_function, which "
+         f"transformers then takes as 'gelu_new'; Zrodlo computes with 'gelu' only, {EXACT}"),
+        ("llama", ("rms_norm_eps",), {}, "does not set rms_norm_eps, which transformers then "
+         f"takes as 1e-06; Zrodlo computes with 1e-05 only, {EXACT}"),
+        # Rotary settings as transformers reads them: the legacy "type", a partial rotation.
+        ("llama", (), {"rope_parameters": {"type": "linear", "factor": 2.0, "rope_theta": 1e4}},
+         "sets rope_parameters to {'type': 'linear', 'factor': 2.0, 'rope_theta': 10000.0}; "
+         f"Zrodlo computes unscaled rotary positions over the whole head only, {EXACT}"),
+        ("llama", (), {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                           "partial_rotary_factor": 0.5}},
+         "sets rope_parameters to {'rope_type': 'default', 'rope_theta': 10000.0, "
+         "'partial_rotary_factor': 0.5}; Zrodlo computes unscaled rotary positions over the "
+         f"whole head only, {EXACT}"),
+        ("llama", (), {"head_dim": None, "hidden_size": 30},
+         "states a model Zrodlo cannot build: num_attention_heads 4 does not divide hidden_size "
+         "30; each head takes an equal share of the model width"),
+        ("llama", (), {"head_dim": 16},
+         "sets head_dim 16 with num_attention_heads 4; Zrodlo's heads share hidden_size 32 "
+         "equally"),
+        ("llama", ("head_dim",), {"num_attention_heads": 0},
+         "states a model Zrodlo cannot build: num_attention_heads is 0; it must be a whole "
+         "number of one or more"),
+        ("llama", (), {"num_key_value_heads": 3},
+         "states a model Zrodlo cannot build: num_key_value_heads 3 does not divide "
+         "num_attention_heads 4; each key and value head serves an equal share of the query "
+         "heads"),
+        ("llama", (), {"tie_word_embeddings": "yes"},
+         "sets tie_word_embeddings to 'yes'; it is true or false"),
+        ("gpt2", (), {"embd_pdrop": 0.0},
+         "sets embd_pdrop 0.0 and resid_pdrop 0.1 (0.1 where it sets none); Zrodlo's GPT drops "
+         "both at one rate"),
+    ],
+)  # fmt: skip
+def test_config_json_is_read_as_transformers_reads_it(
+    tmp_path, assert_refused_in_process, kind, drop, values, refusal
+):
+    """Every field is read with transformers' own default where config.json leaves it out, and a
+    refusal names config.json's fields, not model init's flags."""
+    source = saved(tmp_path, kind)
+    file = edited(source, drop, **values)
+    assert_refused_in_process(
+        "model", "import", "--from", source, "--output", tmp_path / "model",
+        sentence=f"{file} {refusal}",
+    )  # fmt: skip
+
+
+def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo):
+    """Tied (GPT-2's default), the head is the token embedding whatever the file holds under
+    lm_head.weight, as transformers reads it; untied, the file's own head."""
+    from safetensors.torch import load_file, save_file
+
+    source = saved(tmp_path, "gpt2")
+    weights = load_file(source / "model.safetensors")
+    head = torch.randn_like(weights["transformer.wte.weight"])
+    save_file({**weights, "lm_head.weight": head}, source / "model.safetensors")
+    for tie, expected in ((True, weights["transformer.wte.weight"]), (False, head)):
+        edited(source, tie_word_embeddings=tie)
+        output = tmp_path / f"model-{tie}"
+        returncode, _, stderr = run_zrodlo(
+            "model", "import", "--from", source, "--output", output, cwd=tmp_path
+        )
+        assert (returncode, stderr) == (0, ""), stderr
+        assert torch.equal(read_model(output).weights["lm_head.weight"], expected), tie

@@ -2,6 +2,7 @@
 directory (config.json, model.safetensors, tokenizer.json) read into a Zrodlo model directory with
 its digests, so that `model train` continues from it (fine-tuning).
 
+config.json is read as transformers reads it, a field it leaves out taking transformers' default.
 Only what Zrodlo computes exactly is taken; any other setting is refused naming its field (GPT-2's
 tanh-approximated GELU, an RMSNorm epsilon other than 1e-5, scaled rotary positions, biases on a
 Llama, ...). A GPT-2 whose head is tied to its token embedding gets a head of its own holding the
@@ -34,26 +35,43 @@ from zrodlo.storage.refusal import Refusal
 
 WEIGHTS = "model.safetensors"
 
-# Settings a transformers configuration may hold that must have the value Zrodlo computes with.
+# Settings that must have the value Zrodlo computes with: each one's default in transformers
+# (what the model computes when config.json leaves it out) and Zrodlo's value.
 _GPT2_FIXED = {
-    "activation_function": "gelu",
-    "layer_norm_epsilon": NORM_EPS,
-    "scale_attn_weights": True,
-    "scale_attn_by_inverse_layer_idx": False,
-    "add_cross_attention": False,
+    "activation_function": ("gelu_new", "gelu"),
+    "layer_norm_epsilon": (1e-5, NORM_EPS),
+    "scale_attn_weights": (True, True),
+    "scale_attn_by_inverse_layer_idx": (False, False),
+    "add_cross_attention": (False, False),
 }
 _LLAMA_FIXED = {
-    "hidden_act": "silu",
-    "rms_norm_eps": RMS_EPS,
-    "rope_scaling": None,
-    "attention_bias": False,
-    "mlp_bias": False,
-    "pretraining_tp": 1,
+    "hidden_act": ("silu", "silu"),
+    "rms_norm_eps": (1e-6, RMS_EPS),
+    "rope_scaling": (None, None),
+    "partial_rotary_factor": (1.0, 1.0),
+    "attention_bias": (False, False),
+    "mlp_bias": (False, False),
+    "pretraining_tp": (1, 1),
 }
+# How config.json names each field of Zrodlo's configuration, for the refusals.
+_GPT2_NAMES = {
+    "positions": "n_positions", "d_model": "n_embd", "layers": "n_layer", "heads": "n_head",
+    "d_ff": "n_inner", "dropout": "resid_pdrop", "attention_dropout": "attn_pdrop",
+}  # fmt: skip
+_LLAMA_NAMES = {
+    "positions": "max_position_embeddings", "d_model": "hidden_size",
+    "layers": "num_hidden_layers", "heads": "num_attention_heads", "d_ff": "intermediate_size",
+    "kv_heads": "num_key_value_heads", "tie_embeddings": "tie_word_embeddings",
+}  # fmt: skip
 
 
 def _fixed(stated: dict, fixed: dict, file: Path) -> None:
-    for field, value in fixed.items():
+    for field, (default, value) in fixed.items():
+        if field not in stated and default != value:
+            raise Refusal(
+                f"{file} does not set {field}, which transformers then takes as {default!r}; "
+                f"Zrodlo computes with {value!r} only, so the model cannot be imported exactly"
+            )
         if field in stated and stated[field] != value:
             raise Refusal(
                 f"{file} sets {field} to {stated[field]!r}; Zrodlo computes with {value!r} only, "
@@ -63,10 +81,12 @@ def _fixed(stated: dict, fixed: dict, file: Path) -> None:
 
 def _gpt2_config(stated: dict, vocab_size: int, file: Path) -> ModelConfig:
     _fixed(stated, _GPT2_FIXED, file)
-    if stated.get("embd_pdrop", 0.1) != stated.get("resid_pdrop", 0.1):
+    tied(stated, file)  # read again for the weights; refused here, naming config.json
+    embedding, residual = stated.get("embd_pdrop", 0.1), stated.get("resid_pdrop", 0.1)
+    if embedding != residual:
         raise Refusal(
-            f"{file} sets embd_pdrop {stated.get('embd_pdrop')} and resid_pdrop "
-            f"{stated.get('resid_pdrop')}; Zrodlo's GPT drops both at one rate"
+            f"{file} sets embd_pdrop {embedding} and resid_pdrop {residual} (0.1 where it sets "
+            "none); Zrodlo's GPT drops both at one rate"
         )
     d_model = stated["n_embd"]
     return ModelConfig(
@@ -78,25 +98,36 @@ def _gpt2_config(stated: dict, vocab_size: int, file: Path) -> ModelConfig:
 
 def _rope_theta(stated: dict, file: Path) -> float:
     """The rotary base: transformers 5 states it in rope_parameters, earlier versions as
-    rope_theta; either way unscaled."""
+    rope_theta (transformers reads the second where the first has none); either way unscaled
+    and over the whole head."""
+    theta = stated.get("rope_theta", 10000.0)
     parameters = stated.get("rope_parameters")
-    if parameters is None:
-        return float(stated.get("rope_theta", 10000.0))
-    if not isinstance(parameters, dict) or parameters.get("rope_type", "default") != "default":
-        raise Refusal(
-            f"{file} sets rope_parameters to {parameters!r}; Zrodlo computes unscaled rotary "
-            "positions only, so the model cannot be imported exactly"
+    if parameters is not None:
+        kind = (
+            parameters.get("rope_type", parameters.get("type"))
+            if isinstance(parameters, dict)
+            else None
         )
-    return float(parameters.get("rope_theta", 10000.0))
+        if kind != "default" or set(parameters) - {"rope_type", "type", "rope_theta"}:
+            raise Refusal(
+                f"{file} sets rope_parameters to {parameters!r}; Zrodlo computes unscaled rotary "
+                "positions over the whole head only, so the model cannot be imported exactly"
+            )
+        theta = parameters.get("rope_theta", theta)
+    numeric = isinstance(theta, int | float) and not isinstance(theta, bool)
+    return float(theta) if numeric else theta  # anything else is refused with the configuration
 
 
 def _llama_config(stated: dict, vocab_size: int, file: Path) -> ModelConfig:
     _fixed(stated, _LLAMA_FIXED, file)
     heads, d_model = stated["num_attention_heads"], stated["hidden_size"]
-    if stated.get("head_dim", d_model // heads) * heads != d_model:
+    head_dim = stated.get("head_dim")  # transformers' default: hidden_size over the heads
+    if head_dim is not None and not (
+        _is_whole(head_dim) and _is_whole(heads) and head_dim * heads == d_model
+    ):
         raise Refusal(
-            f"{file} sets head_dim {stated['head_dim']}; Zrodlo's heads share hidden_size "
-            f"{d_model} equally"
+            f"{file} sets head_dim {head_dim} with num_attention_heads {heads}; Zrodlo's heads "
+            f"share hidden_size {d_model} equally"
         )
     return ModelConfig(
         vocab_size=vocab_size, positions=stated["max_position_embeddings"], d_model=d_model,
@@ -104,8 +135,21 @@ def _llama_config(stated: dict, vocab_size: int, file: Path) -> ModelConfig:
         dropout=0.0, attention_dropout=stated.get("attention_dropout", 0.0),
         architecture="llama", kv_heads=stated.get("num_key_value_heads", heads),
         rope_theta=_rope_theta(stated, file),
-        tie_embeddings=bool(stated.get("tie_word_embeddings", False)),
+        tie_embeddings=tied(stated, file),
     )  # fmt: skip
+
+
+def tied(stated: dict, file: Path) -> bool:
+    """Whether transformers ties the model's head to its token embedding: tie_word_embeddings,
+    true by default for GPT-2 and false for Llama."""
+    tie = stated.get("tie_word_embeddings", stated.get("model_type") == "gpt2")
+    if not isinstance(tie, bool):
+        raise Refusal(f"{file} sets tie_word_embeddings to {tie!r}; it is true or false")
+    return tie
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def read_config(source: Path) -> tuple[ModelConfig, dict]:
@@ -129,7 +173,11 @@ def read_config(source: Path) -> tuple[ModelConfig, dict]:
         raise Refusal(
             f"{file} does not state {error.args[0]}, which a {kind} model needs"
         ) from None
-    config.validate()
+    names = _GPT2_NAMES if kind == "gpt2" else _LLAMA_NAMES
+    try:
+        config.validate(lambda field: names.get(field, field))
+    except Refusal as refusal:
+        raise Refusal(f"{file} states a model Zrodlo cannot build: {refusal.sentence}") from None
     return config, stated
 
 
@@ -139,8 +187,10 @@ def zrodlo_weights(
     """transformers' tensors under Zrodlo's names, as float32; refused naming a missing one."""
     names = gpt2_names(config) if config.architecture == "gpt" else llama_names(config)
     theirs = dict(theirs)
-    if config.architecture == "gpt" and "lm_head.weight" not in theirs:
-        theirs["lm_head.weight"] = theirs.get("transformer.wte.weight")  # a tied head, copied
+    if config.architecture == "gpt" and tied(stated, file):
+        # transformers ties GPT-2's head to the token embedding unless told not to, whatever
+        # the file holds under lm_head.weight; Zrodlo's GPT gets a head holding the same numbers.
+        theirs["lm_head.weight"] = theirs.get("transformer.wte.weight")
     ours: dict[str, torch.Tensor] = {}
     for name, (parts, transposed) in names.items():
         missing = [part for part, _ in parts if theirs.get(part) is None]

@@ -79,9 +79,10 @@ class ModelConfig:
     def head_width(self) -> int:
         return self.d_model // self.heads
 
-    def validate(self) -> None:
-        """Refuse a configuration no model can be built from, naming the command-line flag."""
-        _check(self, lambda field: "--" + field.replace("_", "-"))
+    def validate(self, name: Callable[[str], str] | None = None) -> None:
+        """Refuse a configuration no model can be built from, naming each field as `name` does
+        (the command-line flag by default)."""
+        _check(self, name or (lambda field: "--" + field.replace("_", "-")))
 
     def to_json(self) -> dict[str, Any]:
         """config.json: a gpt model's holds the fields releases up to 0.1.0 wrote, and no more."""
