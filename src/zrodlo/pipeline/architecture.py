@@ -21,7 +21,10 @@ def architecture_args(init: object) -> dict:
     architecture = init.get("architecture", "gpt")
     if architecture not in ("gpt", "llama"):
         raise Refusal(f"init.architecture is {architecture}; it is gpt or llama")
-    given = {key: init[key] for key in LLAMA_ONLY if init.get(key) not in (None, False)}
+    # Absent, null and false give no flag; 0 is a value, refused where it is checked.
+    given = {
+        key: init[key] for key in LLAMA_ONLY if init.get(key) is not None and init[key] is not False
+    }
     if architecture == "gpt" and given:
         raise Refusal(
             f"init.{next(iter(given))} is for init.architecture llama; a gpt model has none"
