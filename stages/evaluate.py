@@ -9,7 +9,7 @@ import typer
 from zrodlo.stages import options
 
 EXAMPLE = (
-    "Example: zrodlo model evaluate --model run/step-1000 --corpus corpus/validation --corpus "
+    "Example: zrodlo model evaluate --model run/step-350 --corpus corpus/validation --corpus "
     "corpus/test --baseline corpus/train"
 )
 COLUMNS = (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-EXAMPLE = "Example: zrodlo model export --model run/step-1000 --output exported"
+EXAMPLE = "Example: zrodlo model export --model run/step-350 --output exported"
 IMPORT_EXAMPLE = "Example: zrodlo model import --from smollm --output model"
 
 

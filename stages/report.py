@@ -8,7 +8,7 @@ import typer
 
 EXAMPLE = (
     "Example: zrodlo report --run run --metrics reports/evaluation.json --corpora corpus --model "
-    "run/step-1000 --output reports"
+    "run/step-350 --output reports"
 )
 
 

@@ -11,8 +11,8 @@ from zrodlo.stages import options
 from zrodlo.training.plan import RunPlan
 
 EXAMPLE = (
-    "Example: zrodlo checkpoint resume --checkpoint run/step-900 --corpus corpus/train "
-    "--output resumed --steps 1000 --device cpu --processes 2"
+    "Example: zrodlo checkpoint resume --checkpoint run/step-300 --corpus corpus/train "
+    "--output resumed --steps 350 --device cpu --processes 2"
 )
 
 

@@ -9,7 +9,7 @@ import typer
 from zrodlo.stages import options
 
 EXAMPLE = (
-    "Example: zrodlo model sample --model run/step-1000 --prompt 'The ' --tokens 300 "
+    "Example: zrodlo model sample --model run/step-350 --prompt 'The ' --tokens 300 "
     "--temperature 0.8 --seed 1"
 )
 

@@ -11,7 +11,7 @@ from zrodlo.stages import options
 from zrodlo.training.plan import RunPlan
 
 EXAMPLE = (
-    "Example: zrodlo model train --model model --corpus corpus/train --output run --steps 1000 "
+    "Example: zrodlo model train --model model --corpus corpus/train --output run --steps 350 "
     "--context 129 --batch-size 32 --learning-rate 0.002 --beta1 0.9 --beta2 0.99 --epsilon "
     "1e-8 --weight-decay 0.1 --decay-scope matrices --seed 1 --precision f32 --device cpu "
     "--shuffle"

@@ -45,7 +45,7 @@ def test_every_linked_document_exists():
 
 def test_the_sizes_are_those_benchmarks_presets_measured():
     measured = json.loads((ROOT / "reports" / "bench" / "presets.json").read_text())
-    rows = table_rows(README, "`(tiny|small|medium)`")
+    rows = table_rows((ROOT / "docs" / "models.md").read_text(), "`(tiny|small|medium)`")
     assert [name for name, _ in rows] == list(measured["presets"])
     for name, cells in rows:
         entry = measured["presets"][name]
@@ -85,3 +85,47 @@ def test_the_tokenizer_table_is_what_the_benchmark_measured():
     steps, every = measured["steps"], measured["eval_every"]
     assert f"for {steps}\nsteps, the whole validation pool scored every {every};" in page
     assert f"within the fastest run's {measured['equal_time_seconds']:.0f} s of steps" in page
+
+
+def quality_for_time() -> tuple[dict, list[str]]:
+    measured = json.loads((ROOT / "reports" / "bench" / "quality_for_time.json").read_text())
+    return measured, list(measured["budgets"])
+
+
+def test_the_quality_table_is_what_benchmarks_quality_for_time_measured():
+    """README: each configuration's seconds a step and its best validation bits per byte at each
+    budget, with the learning rate that gave it."""
+    measured, budgets = quality_for_time()
+    rows = table_rows(README, "`(char gpt|char llama|bpe gpt|bpe llama)`")
+    first = measured["budgets"][budgets[0]]
+    assert [name for name, _ in rows] == list(first)
+    for name, cells in rows:
+        expected = [f"{first[name]['seconds_per_step']:.3f}"]
+        for budget in budgets:
+            entry = measured["budgets"][budget][name]
+            expected.append(f"{entry['best_bits_per_byte']:.3f} ({entry['best_learning_rate']:g})")
+        assert cells == expected, name
+    header = " | ".join(f"{budget}, bits/byte (rate)" for budget in budgets)
+    assert f"| decoder and tokenizer | s/step | {header} |" in README
+
+
+def test_every_learning_rate_of_the_sweep_is_in_docs_models():
+    """docs/models.md: every run of the sweep, so the best rate is seen against the others."""
+    measured, budgets = quality_for_time()
+    page = (ROOT / "docs" / "models.md").read_text()
+    rates = measured["learning_rates"]
+    for budget in budgets:
+        rows = table_rows(page, rf"{budget[: -len(' minutes')]} min, `(.+?)`")
+        assert [name for name, _ in rows] == list(measured["budgets"][budget]), budget
+        for name, cells in rows:
+            entry = measured["budgets"][budget][name]
+            runs = entry["runs"]
+            assert cells == [str(entry["steps"])] + [
+                f"{runs[str(rate)]['final_bits_per_byte']:.3f}" for rate in rates
+            ], (budget, name)
+    assert (
+        "| budget, decoder and tokenizer | steps | "
+        + " | ".join(f"{rate:g}" for rate in rates)
+        + " |"
+        in page
+    )

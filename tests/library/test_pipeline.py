@@ -72,10 +72,10 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
         ({"splits": {"validation": 0.95}},
          "splits.validation 0.95 and splits.test 0.1 leave no documents to train on; their sum "
          "must be below 1"),
-        ({"train": {"steps": 45}},
+        ({"train": {"steps": 45}, "resume": {"before_end": 100}},
          "resume.before_end 100 is not below train.steps 45; the resume stage continues a "
          "checkpoint before the last step"),
-        ({"train": {"steps": 250}},
+        ({"train": {"steps": 250, "checkpoint_every": 100}, "resume": {"before_end": 100}},
          "resume.before_end 100 has the resume stage continue step-150, and with train.steps 250, "
          "train.checkpoint_every 100 and train.keep_checkpoints 2 the train stage keeps step-200, "
          "step-250; set resume.before_end to 50"),
@@ -123,11 +123,16 @@ def test_the_schedule_follows_the_steps_and_its_decay_ends_at_the_last(steps, wa
     assert min(flags.values()) >= 0
 
 
-def test_the_committed_schedule_is_the_one_the_default_run_always_had():
+def test_the_committed_schedule_follows_the_steps():
     """0.1 and 0.5 of 1,000 steps: the 100, 400 and 500 updates the default run trained with
-    before the schedule followed the steps (the decimal, not the float nearest it, is rounded)."""
+    before the schedule followed the steps; of today's 350, 35, 140 and 175 (the decimal, not the
+    float nearest it, is rounded)."""
     train = yaml.safe_load((ROOT / "params.yaml").read_text())["train"]
-    assert schedule_steps(train) == {"warmup_steps": 100, "stable_steps": 400, "decay_steps": 500}
+    assert train["steps"] == 350
+    assert schedule_steps(train) == {"warmup_steps": 35, "stable_steps": 140, "decay_steps": 175}
+    assert schedule_steps({**train, "steps": 1000}) == {
+        "warmup_steps": 100, "stable_steps": 400, "decay_steps": 500,
+    }  # fmt: skip
     assert schedule_steps({**train, "steps": 200}) == {
         "warmup_steps": 20, "stable_steps": 80, "decay_steps": 100,
     }  # fmt: skip
