@@ -91,7 +91,8 @@ def data_section(pools: list[Pool]) -> list[str]:
         "",
         *_table([*header, "unknown rate"], rows),
         "",
-        "Unknown tokens are characters the tokenizer, fitted on the training pool, does not know.",
+        "Unknown tokens are text the tokenizer, fitted on the training pool, cannot encode (a "
+        "character it never saw; a byte-level BPE encodes every text).",
         "",
     ]
 
@@ -145,7 +146,7 @@ def scores_section(metrics: dict, metrics_path: Path) -> list[str]:
         "## Scores",
         "",
         f"Loss in nats per target (token or end of document) of {model.get('path')}, from "
-        f"{metrics_path}; the bigram baseline counts the character pairs of "
+        f"{metrics_path}; the bigram baseline counts the token pairs of "
         f"{model.get('baseline') or 'no corpus'} and scores the same windows.",
         "",
     ]
@@ -175,7 +176,7 @@ def scores_section(metrics: dict, metrics_path: Path) -> list[str]:
         lines += [
             f"Validation loss over the bigram baseline: {ratio:.3f} "
             f"({_loss(validation['loss'])} against {_loss(validation['bigram_loss'])} nats); "
-            "below 1 the model predicts better than character pairs alone.",
+            "below 1 the model predicts better than token pairs alone.",
             "",
         ]
     return lines
