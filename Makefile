@@ -11,7 +11,7 @@ PARALLEL ?= -n auto --dist loadfile
 
 .PHONY: repro test check lint bench clean-venv
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'

@@ -1,5 +1,6 @@
 """The package as its layers: every import of the library and the command line runs one way, from
-the command line down to storage, and what installs is the package `zrodlo` alone.
+the command line down to storage, and every module lies in a layer (what installs:
+tests/test_wheel.py).
 
     zrodlo.stages       the command line (installed from stages/)
     zrodlo.api          one function per command
@@ -15,10 +16,6 @@ the command line down to storage, and what installs is the package `zrodlo` alon
 from __future__ import annotations
 
 import ast
-import shutil
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -94,27 +91,3 @@ def test_no_module_passes_three_hundred_lines():
         if (count := len(path.read_text().splitlines())) > 300
     }
     assert long == {}
-
-
-@pytest.mark.slow
-def test_the_wheel_holds_the_package_zrodlo_alone(tmp_path):
-    """stages/ installs as zrodlo.stages: nothing named `stages` lands in site-packages. Built from
-    a copy, so that the build leaves nothing in the checkout."""
-    source = tmp_path / "source"
-    skipped = shutil.ignore_patterns("*.egg-info", "__pycache__")
-    for folder in ("src", "stages"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=skipped)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", tmp_path, source],
-        check=True, capture_output=True, timeout=600,
-    )  # fmt: skip
-    (wheel,) = tmp_path.glob("zrodlo-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        names = archive.namelist()
-        (info,) = {name.split("/")[0] for name in names if ".dist-info/" in name}
-        scripts = archive.read(f"{info}/entry_points.txt").decode()
-    assert {name.split("/")[0] for name in names} == {"zrodlo", info}
-    assert "zrodlo/stages/cli.py" in names
-    assert "zrodlo = zrodlo.stages.cli:main" in scripts
