@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Test files spread over every core; PARALLEL= runs them one after another.
 PARALLEL ?= -n auto --dist loadfile
 
-.PHONY: repro test check lint bench clean-venv
+.PHONY: repro test check lint bench stage-code clean-venv
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,14 +24,19 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q $(PARALLEL)
 
-# The edit-test loop: ruff and every test not marked slow (the slow ones run in `make test`).
+# The edit-test loop: ruff, the library's tests in this process and every family's parity matrix.
+# The commands' tests (tests/stages/, real processes) and the slow ones run in `make test`.
 check: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow"
+	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow" --ignore=tests/stages
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The code lines of each dvc.yaml stage, written from the imports of the commands it runs.
+stage-code: $(STAMP)
+	$(BIN)/python .ci/stage_code.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/prepare.py

@@ -29,11 +29,11 @@ import measure
 import numpy as np
 import torch
 
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import Decoder
 from zrodlo.model.directory import Model
-from zrodlo.model.gpt import GPT
 from zrodlo.storage.outputs import new_directory
 from zrodlo.training.checkpoint import read_checkpoint, write_checkpoint
 
@@ -62,7 +62,7 @@ def state_of(config: ModelConfig) -> tuple[dict, dict]:
     """Random weights of the configuration's shapes and AdamW state for them."""
     generator = torch.Generator().manual_seed(SEED)
     with torch.device("meta"):
-        shapes = {name: p.shape for name, p in GPT(config).named_parameters()}
+        shapes = {name: p.shape for name, p in Decoder(config).named_parameters()}
     weights = {name: torch.randn(shape, generator=generator) for name, shape in shapes.items()}
     state = {}
     for name, shape in shapes.items():

@@ -24,7 +24,7 @@ from prepare import generate
 from zrodlo.data.corpus import TOKENS_FILE, Corpus
 from zrodlo.data.documents import read_documents
 from zrodlo.data.preparation import prepare_corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.storage.digest import file_sha256
 
 

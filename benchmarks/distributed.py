@@ -30,7 +30,7 @@ from prepare import generate
 
 from zrodlo.data.documents import read_documents
 from zrodlo.data.preparation import prepare_corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 
 # The sizes of benchmarks/train.py, with micro-batches that 1, 2 and 4 processes divide.
 SIZES = {

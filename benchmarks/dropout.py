@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from reference import TorchGPT, check_same_function
 
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import build_decoder
 from zrodlo.model.dropout import Site, StepMasks
-from zrodlo.model.gpt import GPT
 from zrodlo.model.weights import initial_weights
 
 VOCAB = 100
@@ -93,7 +93,7 @@ def compare(size_name: str, attention_dropout: float, dropout: float, repeats: i
     size = SIZES[size_name]
     config = model_config(size, dropout, attention_dropout)
     batch, tokens = size["batch"], size["context"] - 1  # a window of C tokens is read as C-1
-    gpt = GPT.from_weights(config, initial_weights(config, SEED)).train()
+    gpt = build_decoder(config, initial_weights(config, SEED)).train()
     reference = TorchGPT.from_gpt(gpt).train()
     generator = torch.Generator().manual_seed(SEED)
     inputs = torch.randint(0, VOCAB, (batch, tokens), generator=generator)  # (B, T)

@@ -42,11 +42,12 @@ from reference import TorchGPT
 from train import PlainLoop
 
 from zrodlo.data.corpus import Corpus
-from zrodlo.model.config import ModelConfig, parameter_count
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import build_decoder
 from zrodlo.model.device import make_deterministic
 from zrodlo.model.directory import Model
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.gpt import GPT
+from zrodlo.model.parts import parameter_count
 from zrodlo.model.weights import initial_weights
 from zrodlo.training.checkpoint import read_model
 from zrodlo.training.plan import RunPlan
@@ -143,7 +144,7 @@ def check_masks(device: torch.device) -> dict:
 
 def check_init(device: torch.device) -> dict:
     model = read_model(ROOT / "model")
-    on_gpu = GPT.from_weights(model.config, model.weights, device)
+    on_gpu = build_decoder(model.config, model.weights, device)
     same = all(
         torch.equal(p.detach().cpu(), model.weights[name]) for name, p in on_gpu.named_parameters()
     )
@@ -217,7 +218,7 @@ def throughput(size_name: str, precision: str, dropout: float, device: torch.dev
                    weight_decay=0.01)  # fmt: skip
     trainer = Trainer.start(plan, model, corpus.tokens, check_data(corpus, model, size["context"]),
                             device)  # fmt: skip
-    reference = TorchGPT.from_gpt(GPT.from_weights(config, model.weights)).to(device)
+    reference = TorchGPT.from_gpt(build_decoder(config, model.weights)).to(device)
     plain = PlainLoop(reference, corpus.tokens, {**size, "context": size["context"]})
     plain.tokens, plain.offsets = plain.tokens.to(device), plain.offsets.to(device)
     autocast = torch.autocast(device.type, torch.bfloat16, enabled=precision == "bf16")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import measure
@@ -30,7 +29,7 @@ from zrodlo.training.step import Trainer
 def compare(size_name: str, tokenizer, corpus, repeats: int) -> dict:
     size = SIZES[size_name]
     base = model_config(size, tokenizer.vocab_size)
-    config = replace(base, architecture="llama", kv_heads=size["heads"] // 2)
+    config = base.changed(architecture="llama", kv_heads=size["heads"] // 2)
     model = Model(Path(f"llama-{size_name}"), config, tokenizer, initial_weights(config, SEED))
     table = check_data(corpus, model, size["context"])
     trainer = Trainer.start(plan_for(size, 10**6), model, corpus.tokens, table, CPU)

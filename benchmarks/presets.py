@@ -28,7 +28,7 @@ import measure
 import yaml
 
 from zrodlo import api
-from zrodlo.model.config import parameter_count
+from zrodlo.model.parts import parameter_count
 from zrodlo.model.presets import PRESETS
 from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.training.plan import RunPlan

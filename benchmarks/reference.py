@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.gpt import GPT
+from zrodlo.model.decoder import Decoder
 
 
 class Attention(nn.Module):
@@ -83,7 +83,7 @@ class TorchGPT(nn.Module):
             self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
 
     @classmethod
-    def from_gpt(cls, gpt: GPT) -> TorchGPT:
+    def from_gpt(cls, gpt: Decoder) -> TorchGPT:
         """A model holding copies of a zrodlo GPT's weights."""
         model = cls(gpt.config)
         copies = {name: t.detach().clone() for name, t in gpt.state_dict().items()}
@@ -100,7 +100,7 @@ class TorchGPT(nn.Module):
         return self.lm_head(self.final_norm(x)).float()  # (B, T, vocab_size)
 
 
-def check_same_function(gpt: GPT, reference: TorchGPT, tokens: torch.Tensor) -> float:
+def check_same_function(gpt: Decoder, reference: TorchGPT, tokens: torch.Tensor) -> float:
     """The largest difference of the two models' logits without dropout; raise if not tiny."""
     was = gpt.training, reference.training
     gpt.eval()

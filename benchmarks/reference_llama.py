@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.llama import RMS_EPS, Llama
+from zrodlo.model.decoder import Decoder
+from zrodlo.model.families.llama import RMS_EPS
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -22,11 +23,12 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
 class Attention(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
-        self.heads, self.kv_heads, self.width = config.heads, config.kv_heads, config.head_width
+        self.heads, self.kv_heads = config.heads, config.settings.kv_heads
+        self.width = config.head_width
         self.dropout = config.dropout
         self.q = nn.Linear(config.d_model, config.d_model, bias=False)
-        self.k = nn.Linear(config.d_model, config.kv_heads * self.width, bias=False)
-        self.v = nn.Linear(config.d_model, config.kv_heads * self.width, bias=False)
+        self.k = nn.Linear(config.d_model, self.kv_heads * self.width, bias=False)
+        self.v = nn.Linear(config.d_model, self.kv_heads * self.width, bias=False)
         self.out = nn.Linear(config.d_model, config.d_model, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -79,16 +81,18 @@ class TorchLlama(nn.Module):
             self.final_norm = nn.RMSNorm(config.d_model, eps=RMS_EPS)
             self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         half = config.head_width // 2
-        frequencies = 1.0 / config.rope_theta ** (torch.arange(half) * 2 / config.head_width)
+        frequencies = 1.0 / config.settings.rope_theta ** (
+            torch.arange(half) * 2 / config.head_width
+        )
         angles = torch.outer(torch.arange(config.positions, dtype=torch.float32), frequencies)
         angles = torch.cat((angles, angles), dim=-1)  # (positions, D)
         self.cos, self.sin = angles.cos(), angles.sin()
 
     @classmethod
-    def from_llama(cls, llama: Llama) -> TorchLlama:
+    def from_llama(cls, llama: Decoder) -> TorchLlama:
         """A model holding copies of a zrodlo llama's weights (untied)."""
         model, config = cls(llama.config), llama.config
-        kv = config.kv_heads * config.head_width
+        kv = config.settings.kv_heads * config.head_width
         copies = {}
         for name, tensor in llama.state_dict().items():
             tensor = tensor.detach().clone()

@@ -38,7 +38,7 @@ import torch
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.preparation import prepare_corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import write_model
 from zrodlo.model.weights import initial_weights

@@ -18,14 +18,14 @@ from pathlib import Path
 import measure
 import torch
 
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.draws.chacha import Purpose, Stream
 from zrodlo.draws.floats import uniform
-from zrodlo.evaluation.export import export
 from zrodlo.evaluation.sample import choose, draw
+from zrodlo.exchange.to_transformers import export
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import build_decoder
 from zrodlo.model.directory import write_model
-from zrodlo.model.network import build_decoder
 from zrodlo.model.presets import PRESETS
 from zrodlo.model.weights import initial_weights
 
@@ -73,7 +73,7 @@ def compare(architecture: str, tokens: int, repeats: int, root: Path) -> dict:
 
     fitted = CharTokenizer.fit([TEXT])
     llama = {"architecture": "llama"} if architecture == "llama" else {}
-    config = ModelConfig(
+    config = ModelConfig.of(
         vocab_size=fitted.vocab_size, positions=256, dropout=0.0, **PRESETS["small"], **llama
     )
     weights = initial_weights(config, 1)

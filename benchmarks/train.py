@@ -42,11 +42,11 @@ from reference import TorchGPT
 
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.preparation import prepare_corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import build_decoder
 from zrodlo.model.directory import Model, write_model
-from zrodlo.model.gpt import GPT
 from zrodlo.model.weights import initial_weights
 from zrodlo.storage.outputs import new_directory
 from zrodlo.training.checkpoint import write_checkpoint
@@ -198,7 +198,7 @@ def through_command(
     model_dir = work / f"model-{size_name}"
     model_dir.mkdir()
     write_model(model_dir, config, tokenizer, weights)
-    plain = PlainLoop(TorchGPT.from_gpt(GPT.from_weights(config, weights)), corpus.tokens, size)
+    plain = PlainLoop(TorchGPT.from_gpt(build_decoder(config, weights)), corpus.tokens, size)
     plain.step()  # warm-up
     # OMP_NUM_THREADS is read when torch starts: the child runs on the thread count used here.
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}

@@ -6,26 +6,25 @@ import os
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import typer
 
 from zrodlo.stages import (
-    architecture_flags,
     assign,
     diff,
     documents,
     evaluate,
     export,
     init,
+    params,
     pipeline,
     prepare,
     report,
     resume,
     sample,
-    schedule,
     split,
     tokenizer,
-    tokenizer_flags,
     train,
 )
 from zrodlo.storage.refusal import (
@@ -39,11 +38,22 @@ from zrodlo.storage.refusal import (
 _QUIET_PROCESS_WAIT_S = 2.0
 
 app = typer.Typer(
-    help="Reproducible, resumable training of small character-level language models.",
+    help="Reproducible, resumable training of small language models.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     add_completion=False,
 )
+
+
+@app.callback()
+def zrodlo(
+    params_file: Path | None = typer.Option(
+        None, "--params", is_eager=True, callback=params.take_params, help=params.HELP
+    ),
+) -> None:
+    """Reproducible, resumable training of small language models."""
+
+
 documents_group = typer.Typer(
     help="Documents: bring them in, assign pools, split.", no_args_is_help=True
 )
@@ -60,9 +70,7 @@ checkpoint_group = typer.Typer(help="Checkpoints: resume and compare runs.", no_
 app.add_typer(corpus_group, name="corpus")
 app.add_typer(model_group, name="model")
 app.add_typer(checkpoint_group, name="checkpoint")
-pipeline_group = typer.Typer(
-    help="The DVC pipeline: its params, checked and turned into flags.", no_args_is_help=True
-)
+pipeline_group = typer.Typer(help="The DVC pipeline: its params, checked.", no_args_is_help=True)
 app.add_typer(pipeline_group, name="pipeline")
 
 documents_group.command("torch-docs", epilog=documents.TORCH_DOCS_EXAMPLE)(documents.torch_docs)
@@ -82,11 +90,6 @@ checkpoint_group.command("resume", epilog=resume.EXAMPLE)(resume.resume)
 checkpoint_group.command("diff", epilog=diff.EXAMPLE)(diff.diff)
 app.command("report", epilog=report.EXAMPLE)(report.report)
 pipeline_group.command("check", epilog=pipeline.EXAMPLE)(pipeline.check)
-pipeline_group.command("schedule", epilog=schedule.EXAMPLE)(schedule.schedule)
-pipeline_group.command("tokenizer", epilog=tokenizer_flags.EXAMPLE)(tokenizer_flags.tokenizer)
-pipeline_group.command("architecture", epilog=architecture_flags.EXAMPLE)(
-    architecture_flags.architecture
-)
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """`zrodlo documents torch-docs` and `zrodlo documents import`: write a documents file (the
-`documents` stage runs the first)."""
+`torch-docs` and `documents` stages)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from pathlib import Path
 import typer
 
 TORCH_DOCS_EXAMPLE = "Example: zrodlo documents torch-docs --output data/documents.jsonl"
-IMPORT_EXAMPLE = "Example: zrodlo documents import --source my_texts/ --output data/documents.jsonl"
+IMPORT_EXAMPLE = (
+    "Example: zrodlo documents import --source input.txt --cut-at '\\n\\s*\\n' --output "
+    "data/documents.jsonl"
+)
 
 
 def torch_docs(
@@ -28,8 +31,8 @@ def torch_docs(
 def import_documents(
     source: Path = typer.Option(
         ...,
-        help="A folder of UTF-8 text files (id = relative path), a documents file (.jsonl), or a "
-        ".parquet or .csv table.",
+        help="A folder of UTF-8 text files (id = relative path), a .txt file (id = its name), a "
+        "documents file (.jsonl), or a .parquet or .csv table.",
     ),
     output: Path = typer.Option(..., help="The documents file (JSONL) to write; must not exist."),
     id_column: str = typer.Option("id", help="The table column that holds each document's id."),
@@ -50,22 +53,35 @@ def import_documents(
     skip_undecodable: bool = typer.Option(
         False, help="Skip files of the folder that are not UTF-8 instead of refusing them."
     ),
+    cut_at: str | None = typer.Option(
+        None,
+        help="Cut each text into documents at every match of this regular expression, such as "
+        "'\\n\\s*\\n' (a blank line); the pieces' ids are the text's id and #1, #2, ...",
+    ),
+    max_characters: int | None = typer.Option(
+        None,
+        help="Cut each text (or piece) longer than this into parts at the last line break before "
+        "it; ids as --cut-at gives them.",
+    ),
     skipped: Path | None = typer.Option(
         None,
         help="List the skipped documents in this file, written even when none is skipped; "
         "<output>.skipped.jsonl, only when some are, if left out.",
     ),
 ) -> None:
-    """Turn a folder of text files or a Parquet/CSV table into a documents file; skipped documents
-    are listed beside it, in <output>.skipped.jsonl."""
+    """Turn a folder of text files, a text file or a Parquet/CSV table into a documents file, cut
+    into documents where asked; skipped documents are listed beside it, in
+    <output>.skipped.jsonl."""
     from zrodlo.data.selection import EMPTY, NOT_UTF8
     from zrodlo.data.sources import import_documents as write
 
     imported = write(
         source, output, id_column, text_column, include, exclude, skip_empty, skip_undecodable,
-        skipped,
+        skipped, cut_at, max_characters,
     )  # fmt: skip
     said = f"wrote {output}: {imported.documents} documents from {source}"
+    if imported.cut_from is not None:
+        said += f", cut from {imported.cut_from} text{'' if imported.cut_from == 1 else 's'}"
     if imported.left_out:
         said += f"; {imported.left_out} left out by --include and --exclude"
     typer.echo(said)

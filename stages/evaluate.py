@@ -31,7 +31,7 @@ def evaluate(
     ),
     baseline: Path | None = typer.Option(
         None,
-        help="A training corpus whose character bigrams give a baseline score on the same windows.",
+        help="A training corpus whose token bigrams give a baseline score on the same windows.",
     ),
     output: Path | None = typer.Option(
         None,
@@ -57,7 +57,8 @@ def evaluate(
         1, help="Keys the draw of the sampled windows: the same seed scores the same windows."
     ),
 ) -> None:
-    """Target-weighted loss (nats), perplexity and bits per character of each corpus."""
+    """Target-weighted loss (nats per token), perplexity, and bits per character and per byte of
+    each corpus."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from rich.console import Console
     from rich.table import Table

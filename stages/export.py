@@ -1,5 +1,5 @@
-"""`zrodlo model export`: a model directory or checkpoint as a transformers directory (GPT-2 or
-Llama); `zrodlo model import`: such a directory as a Zrodlo model directory."""
+"""`zrodlo model export`: a model directory or checkpoint as the transformers directory of its
+family's causal LM; `zrodlo model import`: such a directory as a Zrodlo model directory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from pathlib import Path
 
 import typer
 
+from zrodlo.model.families import FAMILIES
+
+# transformers' classes of the families Zrodlo has, for --help: GPT2LMHeadModel, ...
+CLASSES = ", ".join(family.transformers_class for family in FAMILIES.values())
 EXAMPLE = "Example: zrodlo model export --model run/step-350 --output exported"
 IMPORT_EXAMPLE = "Example: zrodlo model import --from smollm --output model"
 
@@ -17,12 +21,12 @@ def export(
         ..., help="The new directory transformers loads with from_pretrained."
     ),
 ) -> None:
-    """Write a model as a GPT-2 or Llama directory that Hugging Face transformers loads.
+    """Write a model as the directory of its family's causal LM that transformers loads.
 
     config.json, model.safetensors and a tokenizer whose ids are Zrodlo's, loaded offline by
-    AutoModelForCausalLM and AutoTokenizer.from_pretrained."""
+    AutoModelForCausalLM and AutoTokenizer.from_pretrained (docs/export.md)."""
     # Imported here, not at the top: `zrodlo --help` then starts without torch.
-    from zrodlo.evaluation.export import export as export_model
+    from zrodlo.exchange.to_transformers import export as export_model
 
     written = export_model(model, output)
     typer.echo(
@@ -34,16 +38,16 @@ def import_model(
     source: Path = typer.Option(
         ...,
         "--from",
-        help="A transformers directory of a GPT-2 or Llama causal LM: config.json, "
-        "model.safetensors and tokenizer.json (a byte-level BPE).",
+        help=f"A transformers directory of a causal LM of a family Zrodlo has ({CLASSES}): "
+        "config.json, model.safetensors and tokenizer.json (a byte-level BPE).",
     ),
     output: Path = typer.Option(..., help="The model directory to write; must not exist."),
 ) -> None:
-    """Import a transformers GPT-2 or Llama model, so that model train continues from it.
+    """Import a transformers causal LM of a family Zrodlo has, so that model train continues it.
 
     A setting Zrodlo cannot compute exactly is refused naming its field (docs/export.md)."""
-    from zrodlo.evaluation.hf_import import import_model as run
-    from zrodlo.model.config import parameter_count
+    from zrodlo.exchange.from_transformers import import_model as run
+    from zrodlo.model.parts import parameter_count
 
     config = run(source, output)
     typer.echo(

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from zrodlo.model.config import ModelConfig
+from zrodlo.model.config import DECLARATIONS
 from zrodlo.model.presets import PRESETS, SHAPE
 from zrodlo.stages import options
 
@@ -17,7 +17,7 @@ EXAMPLE = (
 )
 
 
-@options.taking(options.declared(ModelConfig, optional=SHAPE), after="preset")
+@options.taking(options.declared(*DECLARATIONS, optional=SHAPE), after="preset")
 def init(
     tokenizer: Path = typer.Option(
         ..., help="The tokenizer directory whose vocabulary the model reads."
@@ -36,8 +36,8 @@ def init(
 ) -> None:
     """Write config.json, tokenizer.json and model.safetensors with weights drawn from --seed."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.model.config import parameter_count
     from zrodlo.model.directory import init as init_model
+    from zrodlo.model.parts import parameter_count
 
     written = init_model(tokenizer, output, seed=seed, preset=preset, **shape)
     typer.echo(

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from zrodlo.model.config import options_of
+from zrodlo.model.declared import options_of
 
 EVAL_CORPUS = typer.Option(
     None, help="A prepared held-out corpus scored during the run; needs --eval-every."
@@ -39,18 +39,21 @@ TIMING = typer.Option(
 
 
 def declared(
-    declaration: type, only: Iterable[str] | None = None, optional: Iterable[str] = ()
+    *declarations: type, only: Iterable[str] | None = None, optional: Iterable[str] = ()
 ) -> list[inspect.Parameter]:
-    """The options of a declaration's fields that are options (those with help), in its order:
-    `--name-with-dashes`, its type, default, help and metavar; a bool is a switch. The fields
-    `optional` default to None, for the library to fill (a preset's shape)."""
-    types = typing.get_type_hints(declaration)
-    chosen = None if only is None else set(only)
+    """The options of the declarations' fields that are options (those with help), in their
+    order, a name declared twice once: `--name-with-dashes`, its type, default, help and metavar;
+    a bool is a switch. The fields `optional` default to None, for the library to fill (a
+    preset's shape)."""
+    types = {name: kind for d in declarations for name, kind in typing.get_type_hints(d).items()}
+    fields: dict[str, dataclasses.Field] = {}
+    for declaration in declarations:
+        for field in options_of(declaration):
+            if only is None or field.name in only:
+                fields.setdefault(field.name, field)
     options = []
-    for field in options_of(declaration):
+    for field in fields.values():
         meta = field.metadata
-        if chosen is not None and field.name not in chosen:
-            continue
         flag = "--" + field.name.replace("_", "-")
         default = ... if field.default is dataclasses.MISSING else field.default
         help = meta["help"]

@@ -18,7 +18,7 @@ EXAMPLE = (
 
 @options.taking(
     options.declared(
-        RunPlan, ("eval_every", "eval_windows", "checkpoint_every", "keep_checkpoints")
+        RunPlan, only=("eval_every", "eval_windows", "checkpoint_every", "keep_checkpoints")
     ),
     after="eval_corpus",
 )

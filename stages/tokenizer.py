@@ -37,7 +37,7 @@ def fit(
 
     char: UNK 0, BOS 1, EOS 2, then every character of the documents by code point from 3.
     bpe: BOS 0, EOS 1, the bytes from 2, then the symbols its merges make (docs/tokenizers.md)."""
-    from zrodlo.data.fitting import fit_tokenizer
+    from zrodlo.data.tokenizer.fitting import fit_tokenizer
 
     tokenizer = fit_tokenizer(documents, output, kind=kind, vocab_size=vocab_size)
     line = f"wrote {output}: vocab_size {tokenizer.vocab_size}, digest {tokenizer.digest}"
@@ -70,7 +70,7 @@ def import_tokenizer(
 
     Encodes as the tokenizers library does; refuses any other kind (WordPiece, Unigram, ...) and a
     file that does not load, writing nothing (docs/tokenizers.md)."""
-    from zrodlo.data.bpe_file import import_tokenizer as run
+    from zrodlo.data.tokenizer.imported import import_tokenizer as run
 
     tokenizer = run(source, output, bos=bos, eos=eos)
     typer.echo(

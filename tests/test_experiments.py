@@ -276,3 +276,42 @@ def test_subword_tokens_are_a_params_change(baseline, tmp_path):
     assert json.loads((copy / "model" / "config.json").read_text())["vocab_size"] == 300
     assert json.loads((copy / "reports" / "resume.json").read_text())["equal"] is True
     assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+
+
+def test_the_models_shape_is_a_param_beside_its_preset(baseline, tmp_path):
+    """init.layers and init.d_model set those of the shape, the preset the rest: the first
+    experiment a DVC user tries on a model."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    ran = dvc("exp", "run", "-S", "init.layers=3", "-S", "init.d_model=96", cwd=copy)
+    assert stages_run(ran)[:2] == ["pipeline", "init"], ran
+    config = json.loads((copy / "model" / "config.json").read_text())
+    shape = {key: config[key] for key in ("layers", "heads", "d_model", "d_ff")}
+    assert shape == {"layers": 3, "heads": 4, "d_model": 96, "d_ff": 256}  # tiny's heads and d_ff
+    assert json.loads((copy / "reports" / "resume.json").read_text())["equal"] is True
+    assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+
+
+def test_one_text_file_cut_at_its_blank_lines_is_the_corpus(baseline, tmp_path):
+    """A play in one text file, as tiny Shakespeare's input.txt is: documents.cut-at cuts it at
+    each blank line into speeches numbered from the file's name, and the pools are drawn from
+    them."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    speeches = [
+        f"{('First Citizen', 'All', 'Second Citizen')[i % 3]}:\n"
+        + "We are accounted poor citizens, the patricians good. " * (1 + i % 3)
+        for i in range(60)
+    ]
+    (copy / "input.txt").write_text("\n\n".join(speeches) + "\n", encoding="utf-8")
+    ran = dvc(
+        "exp", "run", "-S", "documents.source=input.txt", "-S", r"documents.cut-at=\n\s*\n",
+        cwd=copy,
+    )  # fmt: skip
+    assert stages_run(ran)[:3] == ["pipeline", "documents", "splits"], ran
+    lines = (copy / "data" / "documents.jsonl").read_text().splitlines()
+    documents = [json.loads(line) for line in lines]
+    assert [d["id"] for d in documents] == [f"input.txt#{i:02d}" for i in range(1, 61)]
+    assert [d["text"] for d in documents[:-1]] == speeches[:-1]
+    pools = json.loads((copy / "data" / "splits.json").read_text())
+    assert len(pools["train"]) > 40 and sum(map(len, pools.values())) == 60
+    assert json.loads((copy / "reports" / "resume.json").read_text())["equal"] is True
+    assert json.loads(dvc("status", "--json", cwd=copy)) == {}

@@ -5,10 +5,11 @@ tests/test_wheel.py).
     zrodlo.stages       the command line (installed from stages/)
     zrodlo.api          one function per command
     zrodlo.pipeline     the DVC pipeline's params, checked together
-    zrodlo.evaluation   scores, baseline, samples, report, charts, export
+    zrodlo.evaluation   scores, baseline, samples, report, charts
+    zrodlo.exchange     models in transformers' files: export and import
     zrodlo.training     plan, schedule, AdamW, the step and the loop, checkpoints, run directory
-    zrodlo.model        configuration, the network, initial weights, dropout, devices
-    zrodlo.data         documents, pools, tokenizer, corpora, windows
+    zrodlo.model        configuration, families, the network, initial weights, dropout, devices
+    zrodlo.data         documents, pools, tokenizers, corpora, windows
     zrodlo.draws        ChaCha20 and every seeded draw
     zrodlo.storage      refusals, JSON with limits, digests, safetensors, outputs
 """
@@ -22,7 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = (
-    "storage", "draws", "data", "model", "training", "evaluation", "pipeline", "api", "stages",
+    "storage", "draws", "data", "model", "training", "exchange", "evaluation", "pipeline", "api",
+    "stages",
 )  # fmt: skip
 FOLDERS = {"zrodlo.stages": ROOT / "stages", "zrodlo": ROOT / "src" / "zrodlo"}
 

@@ -180,9 +180,11 @@ def test_editing_the_validation_share_reruns_splits_and_what_follows(repo_copy):
     ("code", "stages"),
     [
         ("stages/split.py", {"split"}),
+        # The splits stage takes its options through `--params`, whose code reads which keys
+        # each tokenizer kind takes: it reruns too, and writes the same splits.json.
         (
-            "src/zrodlo/data/tokenizer.py",
-            {"tokenizer", "prepare@train", "prepare@validation", "prepare@test"},
+            "src/zrodlo/data/tokenizer/char.py",
+            {"splits", "tokenizer", "prepare@train", "prepare@validation", "prepare@test"},
         ),
         ("src/zrodlo/data/pools.py", {"splits", "split"}),
     ],

@@ -38,6 +38,24 @@ def test_the_scores_are_those_of_reports_metrics_json():
         assert cells == expected, name
 
 
+def test_the_command_table_lists_every_command():
+    from typer.main import get_command
+
+    from zrodlo.stages.cli import app
+
+    def names(group, words=()):
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from names(command, (*words, name))
+            else:
+                yield " ".join((*words, name))
+
+    section = README[README.index("## Commands") :]
+    section = section[: section.index("\n## ")]
+    listed = [name for name, _ in table_rows(section, r"`([a-z -]+)`")]
+    assert sorted(listed) == sorted(names(get_command(app)))
+
+
 def test_every_linked_document_exists():
     for link in re.findall(r"\]\(([^)#]+)\)", README):
         assert (ROOT / link).is_file(), link

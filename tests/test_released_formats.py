@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# In `make test`, not `make check`: the real commands read the released files.
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).parent / "fixtures" / "0.1.0"
 RUN = FIXTURES / "run"
 CORPUS = FIXTURES / "corpus"

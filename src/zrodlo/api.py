@@ -25,8 +25,7 @@ own entry point, never the caller's script, so they work from a notebook as from
 The commands are: torch_docs and import_documents (`documents torch-docs`, `documents import`),
 assign, split, fit_tokenizer (`tokenizer fit`), import_tokenizer (`tokenizer import`), prepare,
 init, train, resume, evaluate, sample, export, import_model (`model import`), diff (`checkpoint
-diff`), report, check_params (`pipeline check`), schedule_flags (`pipeline schedule`),
-tokenizer_flags (`pipeline tokenizer`) and architecture_flags (`pipeline architecture`).
+diff`), report and check_params (`pipeline check`).
 """
 
 from __future__ import annotations
@@ -36,53 +35,54 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from zrodlo.data.bpe_file import import_tokenizer
-from zrodlo.data.fitting import fit_tokenizer
 from zrodlo.data.pools import assign, split
 from zrodlo.data.preparation import prepare
 from zrodlo.data.sources import import_documents
+from zrodlo.data.tokenizer.fitting import fit_tokenizer
+from zrodlo.data.tokenizer.imported import import_tokenizer
 from zrodlo.data.torch_docs import torch_docs
 from zrodlo.evaluation.compare import diff
 from zrodlo.evaluation.evaluate import evaluate
-from zrodlo.evaluation.export import export
-from zrodlo.evaluation.hf_import import import_model
 from zrodlo.evaluation.report import report
 from zrodlo.evaluation.sample import sample
-from zrodlo.model.config import ModelConfig, options_of
+from zrodlo.exchange.from_transformers import import_model
+from zrodlo.exchange.to_transformers import export
+from zrodlo.model.config import DECLARATIONS
+from zrodlo.model.declared import options_of
 from zrodlo.model.directory import init
 from zrodlo.model.presets import SHAPE
-from zrodlo.pipeline.architecture import architecture_flags
 from zrodlo.pipeline.check import check_params
-from zrodlo.pipeline.schedule import schedule_flags
-from zrodlo.pipeline.tokenizer import tokenizer_flags
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.runs import resume, train
 
 __all__ = [
-    "Refusal", "architecture_flags", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer", "import_documents", "import_model", "import_tokenizer",
-    "init",
-    "prepare", "report", "resume", "sample", "schedule_flags", "split", "tokenizer_flags", "torch_docs", "train",
+    "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer",
+    "import_documents", "import_model", "import_tokenizer", "init", "prepare", "report", "resume",
+    "sample", "split", "torch_docs", "train",
 ]  # fmt: skip
 
 
-def _declare(function: Callable[..., Any], declaration: type, optional: tuple = ()) -> None:
-    """Show the fields of `declaration` that are options as the keywords `function` takes as
-    **values, in the signature `help()` and `inspect.signature` give; those `optional` default to
-    None (a preset's shape)."""
+def _declare(function: Callable[..., Any], *declarations: type, optional: tuple = ()) -> None:
+    """Show the fields of the declarations that are options as the keywords `function` takes as
+    **values, in the signature `help()` and `inspect.signature` give, a name declared twice once;
+    those `optional` default to None (a preset's shape)."""
 
     def default(field: dataclasses.Field) -> Any:
         if field.name in optional:
             return None
         return inspect.Parameter.empty if field.default is dataclasses.MISSING else field.default
 
+    fields: dict[str, dataclasses.Field] = {}
+    for declaration in declarations:
+        for field in options_of(declaration):
+            fields.setdefault(field.name, field)
     declared = [
         inspect.Parameter(
-            field.name, inspect.Parameter.KEYWORD_ONLY, default=default(field),
-            annotation=field.type,
+            name, inspect.Parameter.KEYWORD_ONLY, default=default(field), annotation=field.type
         )
-        for field in options_of(declaration)
-    ]  # fmt: skip
+        for name, field in fields.items()
+    ]
     signature = inspect.signature(function)
     own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     function.__signature__ = signature.replace(parameters=[*own, *declared])
@@ -91,4 +91,4 @@ def _declare(function: Callable[..., Any], declaration: type, optional: tuple = 
 # train's hyperparameters and init's shape are the declared fields: help() and the command line
 # show each of them, and a field added to the declaration is a keyword here at once.
 _declare(train, RunPlan)
-_declare(init, ModelConfig, SHAPE)
+_declare(init, *DECLARATIONS, optional=SHAPE)

@@ -37,14 +37,13 @@ COMMANDS = {
     ("model", "sample"): api.sample, ("model", "export"): api.export,
     ("model", "import"): api.import_model,
     ("checkpoint", "resume"): api.resume, ("checkpoint", "diff"): api.diff, ("report",): api.report,
-    ("pipeline", "check"): api.check_params, ("pipeline", "schedule"): api.schedule_flags,
-    ("pipeline", "tokenizer"): api.tokenizer_flags,
-    ("pipeline", "architecture"): api.architecture_flags,
+    ("pipeline", "check"): api.check_params,
 }  # fmt: skip
-# What only the command line has: how it prints (--json), and a run's progress, which the API
-# takes as a function.
+# What only the command line has: how it prints (--json); and what the API takes that the command
+# line gives itself: a run's progress as a function, and the commands' options, which pipeline
+# check holds the params' keys to.
 PRINTING = {"json_output"}
-ONLY_THE_API = {"progress"}
+ONLY_THE_API = {"progress", "options"}
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """The pipeline's params checked together: every train.steps the check accepts makes a pipeline
 whose resume stage finds its checkpoint, every one it refuses would not, and each refusal names
-the params."""
+the params; and each command's options as it takes them from its section."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 
 from zrodlo.pipeline.check import check_params
 from zrodlo.pipeline.schedule import schedule_steps
-from zrodlo.pipeline.tokenizer import tokenizer_flags
+from zrodlo.pipeline.sections import command_options
 from zrodlo.storage.refusal import Refusal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,21 +84,26 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
          "it with the run) or false (the stage checks nothing)"),
         ({"documents": {"sources": "texts"}},
          "documents.sources is no flag of zrodlo documents import; the section takes source, "
-         "include, exclude, skip-empty, skip-undecodable, id-column, text-column"),
+         "include, exclude, skip-empty, skip-undecodable, id-column, text-column, cut-at, "
+         "max-characters"),
         ({"documents": {"include": "*.py"}},
          "documents.include is '*.py'; it is a list of patterns"),
         ({"documents": {"source": ""}},
-         "documents.source is not given; it is the folder, .jsonl, .parquet or .csv file the "
-         "documents stage imports"),
+         "documents.source is not given; it is the folder, .txt, .jsonl, .parquet or .csv file "
+         "the documents stage imports"),
+        ({"documents": {"max-characters": "many"}},
+         "documents.max-characters is 'many'; it is a whole number"),
         ({"train": {"warmup": 1.5}},
          "train.warmup is 1.5; it is a share of train.steps, a number from 0 to 1"),
         ({"train": {"decay": "half"}},
          "train.decay is half; it is a share of train.steps, a number from 0 to 1"),
         ({"init": {"preset": "huge"}},
          "init.preset huge is no preset; choose tiny, small or medium"),
-        ({"init": {"layers": 4}},
-         "init.layers is read by no stage: the init stage takes the model's shape from "
-         "init.preset (tiny, small, medium)"),
+        ({"init": {"layers": 4, "d_model": 130}},
+         "init.heads 4 does not divide init.d_model 130; each head takes an equal share of the "
+         "model width"),
+        ({"init": {"architecture": "gpt"}},
+         "init.kv_heads is for init.architecture llama; a gpt model has none"),
         ({"train": {"warmup": 0.6, "decay": 0.5}},
          "train.warmup 0.6 and train.decay 0.5 add up to more than train.steps; the decay ends "
          "at the last step"),
@@ -145,15 +150,50 @@ def test_without_the_resume_check_any_steps_are_accepted(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("section", "flags"),
+    ("section", "options"),
     [
-        ({"kind": "char", "vocab_size": 1024}, "--kind char"),
-        ({"kind": "bpe", "vocab_size": 1024}, "--kind bpe --vocab-size 1024"),
+        ({"kind": "char", "vocab_size": 1024}, {"kind": "char"}),
+        ({"kind": "bpe", "vocab_size": 1024}, {"kind": "bpe", "vocab_size": 1024}),
     ],
 )
-def test_the_tokenizer_section_becomes_tokenizer_fits_flags(tmp_path, section, flags):
-    """vocab_size is read only for a BPE, so that -S tokenizer.kind=bpe alone switches kinds."""
-    assert tokenizer_flags(params_with(tmp_path, tokenizer=section)) == flags
+def test_the_tokenizer_section_gives_tokenizer_fit_the_kinds_own_keys(section, options):
+    """vocab_size is read only for a BPE, so that -S tokenizer.kind=char alone switches kinds."""
+    assert command_options({"tokenizer": section}, "tokenizer fit") == options
+
+
+def test_the_train_section_gives_the_schedule_in_whole_updates_and_leaves_nulls_out():
+    train = yaml.safe_load((ROOT / "params.yaml").read_text())["train"]
+    options = command_options({"train": {**train, "clip_norm": None}}, "model train")
+    assert (options["warmup_steps"], options["stable_steps"], options["decay_steps"]) == (
+        35,
+        140,
+        175,
+    )
+    assert "warmup" not in options and "clip_norm" not in options
+
+
+def test_a_key_of_either_spelling_is_an_option_and_another_is_refused():
+    params = {"documents": {"skip-empty": True, "id_column": "name"}}
+    accepted = {"skip_empty", "id_column", "source"}
+    options = command_options(params, "documents import", accepted)
+    assert options == {"skip_empty": True, "id_column": "name"}
+    with pytest.raises(Refusal) as refused:
+        command_options({"documents": {"skip-emtpy": True}}, "documents import", accepted)
+    assert refused.value.sentence == (
+        "documents.skip-emtpy is no flag of zrodlo documents import; its section takes the flags "
+        "zrodlo documents import --help lists, with - or _ between words"
+    )
+
+
+def test_the_resume_and_evaluate_stages_take_the_train_stages_values():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    resumed = command_options(params, "checkpoint resume")
+    assert resumed["steps"] == params["train"]["steps"] and resumed["device"] == "cpu"
+    scored = command_options(params, "model evaluate")
+    assert scored == {
+        "sample_windows": params["evaluate"]["train_windows"],
+        "context": params["train"]["context"], "device": params["train"]["device"],
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(

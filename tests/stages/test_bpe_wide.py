@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import TINY_MODEL
 
-from zrodlo.data.bpe_tokenizer import BPETokenizer
-from zrodlo.data.bpe_training import byte_symbols
+from zrodlo.data.tokenizer.bpe import BPETokenizer
+from zrodlo.data.tokenizer.bpe_training import byte_symbols
 
 pytestmark = pytest.mark.slow
 

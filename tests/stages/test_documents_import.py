@@ -1,4 +1,5 @@
-"""`zrodlo documents import` (folders, Parquet, CSV) and the command line's help."""
+"""`zrodlo documents import` (folders, text files cut into documents, Parquet, CSV) and the command
+line's help."""
 
 from __future__ import annotations
 
@@ -43,6 +44,37 @@ def test_a_folder_becomes_documents_named_by_relative_path(tmp_path, run_zrodlo)
         "sub/deeper/c": "third",
     }
     assert stdout == f"wrote {output}: 3 documents from {folder}\n"
+
+
+def test_one_text_file_is_cut_into_documents_at_its_blank_lines(tmp_path, run_zrodlo):
+    source = tmp_path / "input.txt"
+    speeches = ["First Citizen:\nSpeak.", "All:\nSpeak, speak.", "First Citizen:\nYou are."]
+    source.write_text("\n\n".join(speeches) + "\n", encoding="utf-8")
+    output = tmp_path / "documents.jsonl"
+    args = import_args(source, output, "--cut-at", r"\n\s*\n")
+    returncode, stdout, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert stdout == f"wrote {output}: 3 documents from {source}, cut from 1 text\n"
+    assert read_back(output) == {
+        "input.txt#1": speeches[0], "input.txt#2": speeches[1], "input.txt#3": speeches[2] + "\n",
+    }  # fmt: skip
+
+
+def test_a_text_file_alone_is_one_document_named_by_the_file(tmp_path, run_zrodlo):
+    source = tmp_path / "input.txt"
+    source.write_text("one\n\ntwo\n", encoding="utf-8")
+    output = tmp_path / "documents.jsonl"
+    returncode, _, stderr = run_zrodlo(*import_args(source, output), cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert read_back(output) == {"input.txt": "one\n\ntwo\n"}
+
+
+def test_a_cut_that_cannot_be_made_is_refused_before_anything_is_read(tmp_path, assert_refused):
+    source = tmp_path / "input.txt"
+    source.write_text("text", encoding="utf-8")
+    sentence = "--max-characters is 0; it must be a whole number of 1 or more"
+    args = import_args(source, tmp_path / "documents.jsonl", "--max-characters", "0")
+    assert_refused(*args, sentence=sentence)
 
 
 def test_a_parquet_table_with_integer_ids_becomes_documents(tmp_path, run_zrodlo):
@@ -189,7 +221,8 @@ def test_import_refuses_an_existing_output(tmp_path, assert_refused):
 def test_import_refuses_a_source_that_does_not_exist(tmp_path, assert_refused):
     source = tmp_path / "nowhere"
     sentence = (
-        f"{source} does not exist; import reads a folder, a .jsonl, a .parquet or a .csv file"
+        f"{source} does not exist; import reads a folder, a .txt, a .jsonl, a .parquet or a "
+        ".csv file"
     )
     assert_refused(*import_args(source, tmp_path / "documents.jsonl"), sentence=sentence)
 
@@ -223,6 +256,8 @@ def test_documents_help_lists_its_commands(run_zrodlo, tmp_path):
                 "--skip-empty",
                 "--skip-undecodable",
                 "--skipped",
+                "--cut-at",
+                "--max-characters",
                 "--help",
             },
         ),

@@ -18,8 +18,8 @@ from zrodlo.data.batches import collate
 from zrodlo.data.corpus import Corpus
 from zrodlo.data.tokenizer import load_tokenizer
 from zrodlo.data.windows import build_windows
+from zrodlo.model.decoder import Decoder, build_decoder
 from zrodlo.model.directory import MODEL_FILES
-from zrodlo.model.gpt import GPT
 from zrodlo.training.checkpoint import read_model
 
 # In `make test`, not `make check`: transformers loading the exported directory.
@@ -55,9 +55,9 @@ def hf_tokenizer(exported):
     return transformers.AutoTokenizer.from_pretrained(exported, local_files_only=True)
 
 
-def zrodlo_model(checkpoint: Path) -> GPT:
+def zrodlo_model(checkpoint: Path) -> Decoder:
     loaded = read_model(checkpoint)
-    return GPT.from_weights(loaded.config, loaded.weights).eval()
+    return build_decoder(loaded.config, loaded.weights).eval()
 
 
 def test_the_directory_states_the_model_exactly(exported, trained_run):

@@ -94,8 +94,8 @@ def test_an_input_that_is_no_regular_file_is_refused_without_waiting(
     sentence = f"{documents} is {kind}; a documents file is expected there"
     if table:
         sentence = (
-            f"{documents} is neither a folder nor a .jsonl, .parquet or .csv file; import reads "
-            "those four forms"
+            f"{documents} is neither a folder nor a .txt, .jsonl, .parquet or .csv file; import "
+            "reads those five forms"
         )
     assert_refused_in_process(*args, sentence=sentence)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.presets import PRESETS
 from zrodlo.model.weights import initial_weights

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.model.directory import write_model
 from zrodlo.storage.digest import json_sha256
 from zrodlo.training.checkpoint import read_model

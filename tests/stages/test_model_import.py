@@ -13,7 +13,7 @@ import torch
 from conftest import TRAINING_DOCUMENTS
 from library_tokenizers import gpt2_file, llama3_file
 
-from zrodlo.model.network import build_decoder
+from zrodlo.model.decoder import build_decoder
 from zrodlo.training.checkpoint import read_model
 
 # In `make test`, not `make check`: transformers models, a training run.

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.ipc as ipc
 import pytest
 
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 
 
 @pytest.fixture

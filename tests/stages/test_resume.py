@@ -19,7 +19,8 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 
 from forgery import replace_member, rewrite_record, sha256
-from zrodlo.data.tokenizer import CharTokenizer, load_tokenizer
+from zrodlo.data.tokenizer import load_tokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.draws.chacha import GENERATOR
 
 STATE_FILES = ("model.safetensors", "optimizer.safetensors")

@@ -162,16 +162,25 @@ def test_fit_refuses_a_vocab_size_that_is_not_a_number(
     assert snapshot(tmp_path) == before
 
 
-def test_the_pipeline_passes_the_tokenizer_section_as_flags(tmp_path, run_zrodlo, assert_refused):
+def test_the_tokenizer_section_reaches_tokenizer_fit_through_params(
+    tmp_path, run_zrodlo, assert_refused, write_documents
+):
+    """What the tokenizer stage runs: `zrodlo --params params.yaml tokenizer fit`, the kind and,
+    for bpe alone, vocab_size from the section."""
+    documents = write_documents(tmp_path / "train.jsonl", {"a": "the cat sat on the mat " * 20})
     params = tmp_path / "params.yaml"
-    params.write_text("tokenizer:\n  kind: bpe\n  vocab_size: 512\n")
-    returncode, stdout, stderr = run_zrodlo(
-        "pipeline", "tokenizer", "--params", params, cwd=tmp_path
-    )
-    assert (returncode, stdout, stderr) == (0, "--kind bpe --vocab-size 512\n", "")
+    fit = ("--params", params, "tokenizer", "fit", "--documents", documents, "--output")
+    params.write_text("tokenizer:\n  kind: bpe\n  vocab_size: 270\n")
+    returncode, _, stderr = run_zrodlo(*fit, tmp_path / "bpe", cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert load_tokenizer(tmp_path / "bpe").kind == "bpe"
+    params.write_text("tokenizer:\n  kind: char\n  vocab_size: 270\n")
+    returncode, _, stderr = run_zrodlo(*fit, tmp_path / "char", cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert load_tokenizer(tmp_path / "char").kind == "char"
     params.write_text("tokenizer:\n  kind: bpe\n  vocab_size: 12\n")
     assert_refused(
-        "pipeline", "tokenizer", "--params", params,
-        sentence="tokenizer.vocab_size is 12; a byte-level BPE holds the 256 bytes and BOS and EOS, "
-        "so it is 258 or more, and at most 1,048,576",
+        *fit, tmp_path / "refused",
+        sentence="--vocab-size is 12; a byte-level BPE holds the 256 bytes and BOS and EOS, so it "
+        "is 258 or more, and at most 1,048,576",
     )  # fmt: skip

@@ -28,8 +28,8 @@ from zrodlo.data.tokenizer import load_tokenizer
 from zrodlo.data.windows import build_windows
 from zrodlo.draws.bijection import bijection
 from zrodlo.draws.chacha import GENERATOR, Purpose, Stream
+from zrodlo.model.decoder import build_decoder
 from zrodlo.model.directory import write_model
-from zrodlo.model.gpt import GPT
 from zrodlo.model.weights import initial_weights
 from zrodlo.storage.digest import file_sha256, json_sha256
 from zrodlo.training.checkpoint import read_checkpoint, read_model
@@ -253,7 +253,7 @@ def test_held_out_loss_is_the_score_of_the_checkpoint(training_data, main_run):
     model = read_model(output / "step-5")
     held_out = Corpus.open(training_data.held_out)
     table = build_windows(held_out.offsets, 9)
-    network = GPT.from_weights(model.config, model.weights)
+    network = build_decoder(model.config, model.weights)
     expected = score(network, held_out.tokens, table, 2, torch.device("cpu")).loss
     assert float(csv_rows(output / "steps.csv")[4][5]) == pytest.approx(expected, rel=1e-6)
 
@@ -356,7 +356,7 @@ def test_held_out_scores_read_the_windows_drawn_once_from_the_seed(training_data
         (2, windows_digest(drawn)), (4, windows_digest(drawn)),
     ]  # fmt: skip
     model = read_model(output / "step-4")
-    network = GPT.from_weights(model.config, model.weights)
+    network = build_decoder(model.config, model.weights)
     expected = score(network, held_out.tokens, table, 2, torch.device("cpu"), windows=drawn)
     assert expected.windows == 2
     row = csv_rows(output / "steps.csv")[3]

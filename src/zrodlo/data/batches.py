@@ -1,8 +1,8 @@
 """A step's windows as tensors: inputs and targets, padded on the right to the same width.
 
-A window's last targets may run out before the context does; the batch pads it with EOS as input
-and IGNORED as target, which causal attention cannot see from the real positions before it and the
-loss does not count.
+A window's last targets may run out before the context does; the batch pads it with PADDING as
+input and IGNORED as target, which causal attention cannot see from the real positions before it
+and the loss does not count.
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from zrodlo.data.tokenizer import EOS  # also the input at padded positions
 from zrodlo.data.windows import WindowTable
 from zrodlo.storage.refusal import Refusal
 
 IGNORED = -100  # the target of a padded position, which no loss counts
+# The input of a padded position, which no real position sees: 2, the id it has always been (the
+# character tokenizer's EOS), whatever the tokenizer.
+PADDING = 2
 
 
 def collate(
@@ -27,8 +29,8 @@ def collate(
     """The batch of windows `indices`: inputs and targets, each (B, C-1) int64.
 
     inputs[i, j] = tokens[start + j] and targets[i, j] = tokens[start + j + 1] for j below the
-    window's target count; beyond it inputs are EOS and targets IGNORED. The width is always C-1,
-    so every batch has the same shape whatever its windows. With `vocab_size`, a token outside
+    window's target count; beyond it inputs are PADDING and targets IGNORED. The width is always
+    C-1, so every batch has the same shape whatever its windows. With `vocab_size`, a token outside
     the vocabulary is refused: a run reads a corpus before its digests are all checked.
     """
     context = table.context
@@ -44,7 +46,7 @@ def collate(
             f"{vocab_size}"
         )
     valid = offset[None, : context - 1] < counts[:, None]  # (B, C-1)
-    inputs = np.where(valid, window[:, :-1], EOS)  # (B, C-1)
+    inputs = np.where(valid, window[:, :-1], PADDING)  # (B, C-1)
     targets = np.where(valid, window[:, 1:], IGNORED)  # (B, C-1)
     inputs_t, targets_t = torch.from_numpy(inputs), torch.from_numpy(targets)
     if device is not None:

@@ -45,6 +45,7 @@ class Imported:
     left_out: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     skipped_file: Path | None = None
+    cut_from: int | None = None  # the texts cut into the documents, where they were cut
 
     def skipped_for(self, reason: str) -> int:
         return sum(1 for _, why in self.skipped if why == reason)

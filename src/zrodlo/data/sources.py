@@ -1,9 +1,10 @@
-"""Where documents come from before they are a documents file: a folder of text files, a documents
-file (JSONL), or a Parquet or CSV table with id and text columns (`zrodlo.data.tables`); the
-default documents are `zrodlo.data.torch_docs`.
+"""Where documents come from before they are a documents file: a folder of text files, one text
+file, a documents file (JSONL), or a Parquet or CSV table with id and text columns
+(`zrodlo.data.tables`); the default documents are `zrodlo.data.torch_docs`.
 
-Each source yields (id, text) pairs; `write_documents` checks them as the documents file does and
-writes the JSONL that the rest of Zrodlo reads.
+Each source yields (id, text) pairs, which may be cut into more documents (`zrodlo.data.cutting`);
+`write_documents` checks them as the documents file does and writes the JSONL that the rest of
+Zrodlo reads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from zrodlo.data.cutting import Cutting
 from zrodlo.data.documents import document_line, is_unicode, open_documents, parse_line
 from zrodlo.data.selection import (
     EMPTY,
@@ -69,6 +71,27 @@ def folder_documents(
         yield doc_id, text
 
 
+def text_documents(
+    path: Path, selection: Selection = EVERY, imported: Imported | None = None
+) -> Iterator[tuple[str, str]]:
+    """One text file as one document, id = its name (cut into more by `zrodlo.data.cutting`)."""
+    imported = Imported() if imported is None else imported
+    if not selection.takes(path.name):
+        imported.left_out += 1
+        return
+    try:
+        with open_input(path) as handle:
+            text = handle.read().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Refusal(
+            f"{path} is not UTF-8 text (byte {error.start}); a text file is read as UTF-8"
+        ) from None
+    if selection.skip_empty and not text:
+        imported.skipped.append((path.name, EMPTY))
+        return
+    yield path.name, text
+
+
 def jsonl_documents(
     path: Path, selection: Selection = EVERY, imported: Imported | None = None
 ) -> Iterator[tuple[str, str]]:
@@ -93,22 +116,38 @@ def source_documents(
     selection: Selection = EVERY,
     imported: Imported | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """The documents of a folder, a documents file or a table, chosen by what `source` is and by
-    `selection`, which `imported` counts."""
+    """The documents of a folder, a text file, a documents file or a table, chosen by what
+    `source` is and by `selection`, which `imported` counts."""
     if source.is_dir():
         return folder_documents(source, selection, imported)
     if source.is_file() and source.suffix.lower() in TABLE_SUFFIXES:
         return table_documents(source, id_column, text_column, selection, imported)
     if source.is_file() and source.suffix.lower() == ".jsonl":
         return jsonl_documents(source, selection, imported)
+    if source.is_file() and source.suffix.lower() == ".txt":
+        return text_documents(source, selection, imported)
     if not source.exists():
         raise Refusal(
-            f"{source} does not exist; import reads a folder, a .jsonl, a .parquet or a .csv file"
+            f"{source} does not exist; import reads a folder, a .txt, a .jsonl, a .parquet or a "
+            ".csv file"
         )
     raise Refusal(
-        f"{source} is neither a folder nor a .jsonl, .parquet or .csv file; import reads those "
-        "four forms"
+        f"{source} is neither a folder nor a .txt, .jsonl, .parquet or .csv file; import reads "
+        "those five forms"
     )
+
+
+def cut(
+    pairs: Iterable[tuple[str, str]], cutting: Cutting, imported: Imported
+) -> Iterator[tuple[str, str]]:
+    """Each (id, text) pair as the documents `cutting` cuts it into; `imported` counts the texts
+    cut."""
+    if cutting.cuts:
+        imported.cut_from = 0
+    for doc_id, text in pairs:
+        if cutting.cuts:
+            imported.cut_from += 1
+        yield from cutting.documents(doc_id, text)
 
 
 def write_documents(pairs: Iterable[tuple[str, str]], output: Path, source: str) -> int:
@@ -148,17 +187,22 @@ def import_documents(
     skip_empty: bool = False,
     skip_undecodable: bool = False,
     skipped: Path | None = None,
+    cut_at: str | None = None,
+    max_characters: int | None = None,
 ) -> Imported:
-    """Write the documents of a folder of UTF-8 files or a Parquet or CSV table as the new
-    documents file `output`: those whose ids match `include` (all where empty) and not `exclude`,
-    skipping empty texts and files that are not UTF-8 only when asked (they are listed beside
-    `output`, or in `skipped` where given, `zrodlo.data.selection`); return what was written, left
-    out and skipped."""
+    """Write the documents of a folder of UTF-8 files, a text file, a documents file or a Parquet
+    or CSV table as the new documents file `output`: those whose ids match `include` (all where
+    empty) and not `exclude`, skipping empty texts and files that are not UTF-8 only when asked
+    (they are listed beside `output`, or in `skipped` where given, `zrodlo.data.selection`), each
+    cut into documents at `cut_at` and into parts of `max_characters` where given
+    (`zrodlo.data.cutting`); return what was written, left out and skipped."""
     selection = Selection(tuple(include), tuple(exclude), skip_empty, skip_undecodable)
+    cutting = Cutting.of(cut_at, max_characters)
     check_new_file(output)
     check_skipped_file(output, selection, skipped)
     imported = Imported()
-    pairs = source_documents(source, id_column, text_column, selection, imported)
+    chosen = source_documents(source, id_column, text_column, selection, imported)
+    pairs = cut(chosen, cutting, imported)
     with new_file(output) as partial:
         imported.documents = write_documents(pairs, partial, str(source))
     write_skipped(output, imported, skipped)

@@ -1,9 +1,9 @@
 """Training windows: where they lie in a corpus, and the order a run reads them in.
 
 A window of --context C holds up to C tokens of one document: the model reads the first C-1 and
-is scored on the next token at each of them. Inside a document of L tokens (BOS c1..cn EOS, so
+is scored on the next token at each of them. Inside a document of L tokens (BOS t1..tn EOS, so
 L-1 targets) windows start at 0, C-1, 2(C-1), ... and never cross into the next document, so every
-target (each character and the EOS) is scored exactly once and BOS only ever is input. The last
+target (each token and the EOS) is scored exactly once and BOS only ever is input. The last
 window of a document may hold fewer targets, and its batch pads it (`zrodlo.data.batches`).
 
 Step n reads positions n*B .. n*B+B-1 of an endless stream of passes over the W windows; position

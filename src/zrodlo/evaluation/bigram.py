@@ -1,4 +1,4 @@
-"""The character-bigram baseline: what counting pairs of neighbouring tokens alone achieves.
+"""The bigram baseline: what counting pairs of neighbouring tokens alone achieves.
 
 Counts every (token, next token) pair of a training corpus, documents never joined, and predicts
 each target from the token before it with add-one smoothing over the vocabulary. Scored on the same

@@ -16,9 +16,9 @@ from zrodlo.data.text_size import bits, scored_text
 from zrodlo.data.windows import scored_windows
 from zrodlo.draws.chacha import check_seed
 from zrodlo.evaluation.bigram import Bigram
-from zrodlo.model.config import parameter_count
+from zrodlo.model.decoder import build_decoder
 from zrodlo.model.device import resolve_device
-from zrodlo.model.network import build_decoder
+from zrodlo.model.parts import parameter_count
 from zrodlo.storage.digest import json_text
 from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal

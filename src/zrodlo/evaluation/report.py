@@ -63,7 +63,7 @@ def write_charts(steps: Steps, directory: Path, speed: Timing | None = None) -> 
             Series("training loss", steps.step, steps.loss, TRAINING_COLOR),
             Series("held-out loss", steps.step, steps.eval_loss, HELD_OUT_COLOR),
         ],
-        "loss (nats per character)",
+        "loss (nats per token)",
     )
     chart(
         LEARNING_RATE_CHART,
@@ -116,10 +116,10 @@ def report(
         draw,
         unknown_warning,
     )
-    from zrodlo.model.config import parameter_count
+    from zrodlo.model.decoder import build_decoder
     from zrodlo.model.device import resolve_device
     from zrodlo.model.directory import check_tokenizer_fits
-    from zrodlo.model.network import build_decoder
+    from zrodlo.model.parts import parameter_count
     from zrodlo.training.checkpoint import read_model_and_record
 
     # Everything is read and checked before the first file is written.

@@ -16,10 +16,10 @@ import torch
 from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.draws.chacha import Purpose, Stream, check_seed
 from zrodlo.draws.floats import uniform
+from zrodlo.model.attention import KVCache
+from zrodlo.model.decoder import Decoder, build_decoder
 from zrodlo.model.device import resolve_device
 from zrodlo.model.directory import check_tokenizer_fits
-from zrodlo.model.layers import Decoder, KVCache
-from zrodlo.model.network import build_decoder
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_model
 
@@ -46,7 +46,7 @@ def unknown_characters(tokenizer: Tokenizer, prompt: str) -> list[str]:
     for a byte-level tokenizer, which knows every text)."""
     if tokenizer.unk is None:
         return []
-    ids = tokenizer.encode(prompt)  # one id a character
+    ids = tokenizer.encode(prompt)  # a tokenizer with an unknown token gives one id a character
     return list(
         dict.fromkeys(c for c, i in zip(prompt, ids.tolist(), strict=True) if i == tokenizer.unk)
     )
@@ -127,8 +127,8 @@ def sample(
     device: str = "cpu",
     ordinal: int | None = None,
 ) -> str:
-    """Up to `tokens` characters drawn from the model directory or checkpoint `model` after BOS
-    and `prompt` (without the prompt); the same seed gives the same text."""
+    """The text of up to `tokens` tokens drawn from the model directory or checkpoint `model`
+    after BOS and `prompt` (without the prompt); the same seed gives the same text."""
     check_sampling(tokens, temperature, top_k)
     check_seed(seed)
     loaded = read_model(model)

@@ -1,43 +1,40 @@
-"""A model's configuration: its shape and dropout rates, as config.json records them, checked; the
-names and shapes of its parameters, and what training it costs in memory, from the configuration
-alone.
+"""A model's configuration: the shape every decoder has, its dropout rates, its family
+(`zrodlo.model.families`) and the family's own settings, as config.json records them, checked.
+
+config.json holds the common fields, then the family's name and its settings; a gpt model with
+default settings holds the common fields alone, as releases up to 0.1.0 wrote them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Callable
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Any
 
+from zrodlo.model.declared import option
+from zrodlo.model.families import DEFAULT, FAMILIES, Family, families_with, listed
+from zrodlo.model.families.base import settings_fields
+from zrodlo.model.parts import Parts, parameter_count, training_state_bytes
 from zrodlo.storage.refusal import Refusal
 
-ARCHITECTURES = ("gpt", "llama")
-# The fields of a gpt model's config.json, in order: what releases up to 0.1.0 wrote.
-GPT_FIELDS = (
+# The shape and dropout rates every decoder has, in config.json's order.
+COMMON = (
     "vocab_size", "positions", "d_model", "layers", "heads", "d_ff", "dropout",
     "attention_dropout",
 )  # fmt: skip
 
 
-def option(help: str | None, default: Any = MISSING, metavar: str | None = None) -> Any:
-    """A field declared with the help its command-line option shows (None for a field that is no
-    option), and for a fixed set of values the metavar that lists them: the command line, the
-    Python API and params.yaml follow these declarations."""
-    return dataclasses.field(default=default, metadata={"help": help, "metavar": metavar})
-
-
-def options_of(declaration: type) -> list[dataclasses.Field]:
-    """The fields of a declaration (`ModelConfig`, `RunPlan`) that are options, in its order."""
-    return [field for field in dataclasses.fields(declaration) if field.metadata.get("help")]
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """The shape of a model and its dropout rates; stored as config.json in a model directory, its
-    fields in this order."""
+    """The shape of a model, its dropout rates and its family; `settings` are the family's own
+    (its `Settings`). Build one from flat values with `ModelConfig.of`."""
 
     vocab_size: int = option(None)  # the tokenizer's, not an option
     positions: int = option("The most tokens the model reads in one window.")
@@ -49,45 +46,78 @@ class ModelConfig:
     attention_dropout: float = option(
         "Dropout on attention probabilities, in [0, 1); above 0 it leaves the fused kernel.", 0.0
     )
-    # The architecture, and the settings only llama has (config.json of a gpt model holds none).
     architecture: str = option(
-        "gpt: GPT-2's decoder (learned positions, LayerNorm, GELU). llama: RMSNorm, rotary "
-        "positions, a SwiGLU MLP, grouped-query attention, no biases.",
-        "gpt",
-        metavar="[gpt|llama]",
+        " ".join(f"{name}: {family.summary}" for name, family in FAMILIES.items()),
+        DEFAULT,
+        metavar="[" + "|".join(FAMILIES) + "]",
     )
-    kv_heads: int | None = option(
-        "llama: key and value heads, dividing --heads (grouped-query attention); --heads by "
-        "default.",
-        None,
-    )
-    rope_theta: float | None = option(
-        "llama: the base of the rotary position angles; 10000 by default.", None
-    )
-    tie_embeddings: bool = option(
-        "llama: the LM head reads the token embedding's weights instead of its own.", False
-    )
+    settings: Any = None  # the family's own settings (its `Settings`); its defaults where None
 
     def __post_init__(self) -> None:
-        if self.architecture == "llama":  # the defaults llama fills in, as config.json records
-            if self.kv_heads is None:
-                object.__setattr__(self, "kv_heads", self.heads)
-            if self.rope_theta is None:
-                object.__setattr__(self, "rope_theta", 10000.0)
+        if (
+            self.settings is None
+            and isinstance(self.architecture, str)
+            and self.architecture in FAMILIES
+        ):
+            shape = {name: getattr(self, name) for name in COMMON}
+            object.__setattr__(self, "settings", self.family.settings(shape, {}))
+
+    @classmethod
+    def of(cls, name: Callable[[str], str] = _flag, **values: Any) -> ModelConfig:
+        """The configuration of flat values, as the command line, params.yaml and config.json give
+        them: the common fields, `architecture` and the family's own settings (None: its default).
+        A setting of another family is refused, naming it as `name` does."""
+        architecture = values.pop("architecture", None)
+        architecture = DEFAULT if architecture is None else architecture
+        if not isinstance(architecture, str) or architecture not in FAMILIES:
+            raise Refusal(f"{name('architecture')} is {architecture}; it is {listed()}")
+        family = FAMILIES[architecture]
+        own = {field.name for field in settings_fields(family)}
+        given = {key: value for key, value in values.items() if key not in COMMON}
+        for key, value in given.items():
+            if key not in own and value is not None and value is not False:
+                others = " or ".join(families_with(key))
+                raise Refusal(
+                    f"{name(key)} is for {name('architecture')} {others}; a {architecture} model "
+                    "has none"
+                )
+        shape = {key: value for key, value in values.items() if key in COMMON}
+        settings = {key: value for key, value in given.items() if key in own and value is not None}
+        return cls(**shape, architecture=architecture, settings=family.settings(shape, settings))
+
+    @property
+    def family(self) -> Family:
+        return FAMILIES[self.architecture]
+
+    @cached_property
+    def parts(self) -> Parts:
+        """The parts this configuration's decoder is built from."""
+        return self.family.parts(self)
 
     @property
     def head_width(self) -> int:
         return self.d_model // self.heads
 
+    def flat(self) -> dict[str, Any]:
+        """The common fields, the family and its settings, as `of` takes them."""
+        common = {name: getattr(self, name) for name in COMMON}
+        return {**common, "architecture": self.architecture, **dataclasses.asdict(self.settings)}
+
+    def changed(self, **values: Any) -> ModelConfig:
+        """This configuration with the flat `values` changed (a family's settings among them)."""
+        return ModelConfig.of(**{**self.flat(), **values})
+
     def validate(self, name: Callable[[str], str] | None = None) -> None:
         """Refuse a configuration no model can be built from, naming each field as `name` does
         (the command-line flag by default)."""
-        _check(self, name or (lambda field: "--" + field.replace("_", "-")))
+        _check(self, name or _flag)
 
     def to_json(self) -> dict[str, Any]:
-        """config.json: a gpt model's holds the fields releases up to 0.1.0 wrote, and no more."""
-        values = asdict(self)
-        return values if self.architecture == "llama" else {k: values[k] for k in GPT_FIELDS}
+        """config.json: the common fields, then the family and all its settings, unless it is the
+        default family at its default settings."""
+        flat = self.flat()
+        plain = self.architecture == DEFAULT and self.settings == self.family.settings(flat, {})
+        return {name: flat[name] for name in COMMON} if plain else flat
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> ModelConfig:
@@ -98,34 +128,44 @@ class ModelConfig:
 
         if not isinstance(data, dict):
             raise refuse(f"it holds {_json_kind(data)}, not an object of named values")
-        architecture = data.get("architecture", "gpt")
-        if architecture not in ARCHITECTURES:
-            raise refuse(f"architecture is {architecture!r}; it is gpt or llama")
-        llama = architecture == "llama"
-        values: dict[str, Any] = {} if llama else {"architecture": architecture}
-        for field in fields(cls):
-            if not llama and field.name not in GPT_FIELDS:
-                continue
+        architecture = data.get("architecture", DEFAULT)
+        if not isinstance(architecture, str) or architecture not in FAMILIES:
+            raise refuse(f"architecture is {architecture!r}; it is {listed()}")
+        named = "architecture" in data
+        wanted = [f for f in fields(cls) if f.name in COMMON]
+        if architecture != DEFAULT or named:
+            wanted += settings_fields(FAMILIES[architecture])
+        values: dict[str, Any] = {"architecture": architecture}
+        for field in wanted:
             if field.name not in data:
                 raise refuse(f"it has no {field.name}")
-            value = data[field.name]
-            kind = field.type.removesuffix(" | None")
-            if kind == "int" and not _is_int(value):
-                raise refuse(f"{field.name} is {value!r}, not a whole number")
-            if kind == "float" and not (_is_int(value) or isinstance(value, float)):
-                raise refuse(f"{field.name} is {value!r}, not a number")
-            if kind == "bool" and not isinstance(value, bool):
-                raise refuse(f"{field.name} is {value!r}, not true or false")
-            values[field.name] = float(value) if kind == "float" else value
+            values[field.name] = _typed(field, data[field.name], refuse)
         unknown = sorted(set(data) - set(values))
         if unknown:
             raise refuse(f"it holds {unknown[0]}, which no model configuration has")
-        config = cls(**values)
         try:
+            config = cls.of(lambda field: field, **values)
             _check(config, lambda field: field)
         except Refusal as refusal:
             raise refuse(refusal.sentence) from None
         return config
+
+
+# Every option of a model's configuration, the command line's and the Python API's: the common
+# ones and `architecture`, then each family's own settings.
+DECLARATIONS = (ModelConfig, *(family.Settings for family in FAMILIES.values()))
+
+
+def _typed(field: dataclasses.Field, value: Any, refuse: Callable[[str], Refusal]) -> Any:
+    """A config.json value of the type its field declares (a whole number counts as a float)."""
+    kind = str(field.type).removesuffix(" | None")
+    if kind == "int" and not _is_int(value):
+        raise refuse(f"{field.name} is {value!r}, not a whole number")
+    if kind == "float" and not (_is_int(value) or isinstance(value, float)):
+        raise refuse(f"{field.name} is {value!r}, not a number")
+    if kind == "bool" and not isinstance(value, bool):
+        raise refuse(f"{field.name} is {value!r}, not true or false")
+    return float(value) if kind == "float" else value
 
 
 def _is_int(value: Any) -> bool:
@@ -148,7 +188,7 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
             f"{name('heads')} {config.heads} does not divide {name('d_model')} {config.d_model}; "
             "each head takes an equal share of the model width"
         )
-    _check_architecture(config, name)
+    config.family.check(config, name)
     for field in ("dropout", "attention_dropout"):
         value = getattr(config, field)
         # A NaN fails the comparison and is refused with the rest.
@@ -162,127 +202,6 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
             f"for its float32 weights, gradients and AdamW moments, more than the "
             f"{memory / 2**30:,.1f} GiB of memory this machine has"
         )
-
-
-def _check_architecture(config: ModelConfig, name: Callable[[str], str]) -> None:
-    if config.architecture not in ARCHITECTURES:
-        raise Refusal(f"{name('architecture')} is {config.architecture}; it is gpt or llama")
-    if config.architecture == "gpt":
-        given = [f for f in ("kv_heads", "rope_theta") if getattr(config, f) is not None]
-        if config.tie_embeddings:
-            given.append("tie_embeddings")
-        if given:
-            raise Refusal(
-                f"{name(given[0])} is for {name('architecture')} llama; a gpt model has none"
-            )
-        return
-    kv_heads, theta = config.kv_heads, config.rope_theta
-    if not _is_int(kv_heads) or kv_heads < 1 or config.heads % kv_heads != 0:
-        raise Refusal(
-            f"{name('kv_heads')} {kv_heads} does not divide {name('heads')} {config.heads}; each "
-            "key and value head serves an equal share of the query heads"
-        )
-    if config.head_width % 2 != 0:
-        raise Refusal(
-            f"{name('d_model')} {config.d_model} over {name('heads')} {config.heads} gives heads "
-            f"{config.head_width} wide; rotary positions turn pairs, so a head's width is even"
-        )
-    if not isinstance(theta, int | float) or not (math.isfinite(theta) and theta > 0):
-        raise Refusal(f"{name('rope_theta')} is {theta}; it must be a positive finite number")
-
-
-def training_state_bytes(config: ModelConfig) -> int:
-    """Bytes of the four float32 numbers training holds a parameter: the weight, its gradient and
-    AdamW's two moments."""
-    return parameter_count(config) * 4 * 4
-
-
-def step_activation_bytes(config: ModelConfig, windows: int, context: int, precision: str) -> int:
-    """A lower bound on the bytes one forward pass of `windows` windows at `context` keeps for its
-    backward pass: what it needs at the least, so a pass this bound does not fit cannot run.
-
-    Each of the context-1 positions of a window keeps, in every block, the normed input of its two
-    branches, the query, key and value, the attention's output (6 d_model numbers) and the MLP's
-    hidden layer before and after GELU (2 d_ff; llama's gate, up and their product, 3), and the attention probabilities of every head
-    (heads x positions) when they are masked by dropout; then the last norm's output and two copies
-    of the logits, the logits and their log-softmax. Under bf16 no number takes under 2 bytes.
-    """
-    positions = context - 1
-    per_block = 6 * config.d_model + (3 if config.architecture == "llama" else 2) * config.d_ff
-    if config.attention_dropout > 0:
-        per_block += config.heads * positions
-    per_position = config.layers * per_block + config.d_model + 2 * config.vocab_size
-    return windows * positions * per_position * (4 if precision == "f32" else 2)
-
-
-def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Every parameter's name and shape, in the order the model registers them, from the
-    configuration alone: building the modules, even on the meta device, costs milliseconds that
-    every checked read of a model would pay (a test holds the two equal)."""
-    if config.architecture == "llama":
-        return _llama_shapes(config)
-    d, ff, vocab = config.d_model, config.d_ff, config.vocab_size
-    shapes = {
-        "token_embedding.weight": (vocab, d),
-        "position_embedding.weight": (config.positions, d),
-    }
-    for layer in range(config.layers):
-        block = f"blocks.{layer}"
-        shapes |= {
-            f"{block}.attention_norm.weight": (d,),
-            f"{block}.attention_norm.bias": (d,),
-            f"{block}.attention.qkv.weight": (3 * d, d),
-            f"{block}.attention.qkv.bias": (3 * d,),
-            f"{block}.attention.out.weight": (d, d),
-            f"{block}.attention.out.bias": (d,),
-            f"{block}.mlp_norm.weight": (d,),
-            f"{block}.mlp_norm.bias": (d,),
-            f"{block}.mlp.up.weight": (ff, d),
-            f"{block}.mlp.up.bias": (ff,),
-            f"{block}.mlp.down.weight": (d, ff),
-            f"{block}.mlp.down.bias": (d,),
-        }
-    return shapes | {
-        "final_norm.weight": (d,),
-        "final_norm.bias": (d,),
-        "lm_head.weight": (vocab, d),
-    }
-
-
-def _llama_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """llama's parameters: no biases, no position table, queries with their keys and values in one
-    projection, the MLP's gate and up projections in one, and no LM head of its own when tied."""
-    d, ff, vocab = config.d_model, config.d_ff, config.vocab_size
-    kv_width = (config.kv_heads or config.heads) * config.head_width
-    shapes = {"token_embedding.weight": (vocab, d)}
-    for layer in range(config.layers):
-        block = f"blocks.{layer}"
-        shapes |= {
-            f"{block}.attention_norm.weight": (d,),
-            f"{block}.attention.qkv.weight": (d + 2 * kv_width, d),
-            f"{block}.attention.out.weight": (d, d),
-            f"{block}.mlp_norm.weight": (d,),
-            f"{block}.mlp.gate_up.weight": (2 * ff, d),
-            f"{block}.mlp.down.weight": (d, ff),
-        }
-    shapes["final_norm.weight"] = (d,)
-    return shapes if config.tie_embeddings else shapes | {"lm_head.weight": (vocab, d)}
-
-
-def parameter_count(config: ModelConfig) -> int:
-    """How many numbers the model's parameters hold, counted from the configuration alone (no
-    parameter is allocated, so it is cheap for a configuration too large to build)."""
-    d, ff, vocab = config.d_model, config.d_ff, config.vocab_size
-    if config.architecture == "llama":
-        kv_width = (config.kv_heads or config.heads) * config.head_width
-        # Two norm scales, the qkv and out projections, the MLP's gate, up and down.
-        block = 2 * d + d * (d + 2 * kv_width) + d * d + 3 * d * ff
-        head = 0 if config.tie_embeddings else vocab * d
-        return vocab * d + config.layers * block + d + head
-    embeddings = (vocab + config.positions) * d
-    # Two norms (scale and bias), qkv and out projections, the MLP's up and down, with biases.
-    block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
-    return embeddings + config.layers * block + 2 * d + d * vocab
 
 
 def machine_memory() -> int:

@@ -187,7 +187,7 @@ def init(
     check_new_directory(output)
     fitted = load_tokenizer(tokenizer)
     given = {field: shape.pop(field, None) for field in SHAPE}
-    config = ModelConfig(vocab_size=fitted.vocab_size, **shape_of(preset, given), **shape)
+    config = ModelConfig.of(vocab_size=fitted.vocab_size, **shape_of(preset, given), **shape)
     config.validate()
     check_seed(seed)
     weights = initial_weights(config, seed)

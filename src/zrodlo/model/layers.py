@@ -1,75 +1,85 @@
-"""What every decoder architecture shares: building from checked weights, the length it may read,
-attention (torch's fused kernel, or spelled out where dropout masks its probabilities) and dropout
-at a site, with masks from `zrodlo.model.dropout`.
+"""The simple layers of a decoder: its norms, its feed-forward branches and dropout at a site, with
+masks from `zrodlo.model.dropout`. Norms compute in float32 even under bf16 autocast, so their
+statistics stay exact.
 """
 
 from __future__ import annotations
-
-import math
-from typing import Self
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zrodlo.model.config import ModelConfig
 from zrodlo.model.dropout import Site, StepMasks, apply_dropout
-from zrodlo.model.weights import check_weights
+from zrodlo.model.parts import FeedForward, Norm
+
+ACTIVATIONS = {"gelu": F.gelu, "silu": F.silu}
 
 
-class Decoder(nn.Module):
-    """A decoder-only language model over `config`; `cls(config)` holds placeholders only, so
-    build one with `from_weights`."""
+class LayerNorm(nn.Module):
+    """LayerNorm with a scale and a bias."""
 
-    config: ModelConfig
+    def __init__(self, width: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(width))
+        self.bias = nn.Parameter(torch.empty(width))
 
-    @classmethod
-    def from_weights(
-        cls,
-        config: ModelConfig,
-        weights: dict[str, torch.Tensor],
-        device: str | torch.device = "cpu",
-        source: str = "the weights",
-    ) -> Self:
-        """A model holding copies of `weights`, after `check_weights` has accepted them."""
-        check_weights(config, weights, source)
-        model = cls(config)
-        copies = {
-            name: w.detach().to(device, torch.float32, copy=True) for name, w in weights.items()
-        }
-        model.load_state_dict(copies, strict=True, assign=True)
-        return model
-
-    def check_length(self, tokens: torch.Tensor, cache: KVCache | None) -> int:
-        """Refuse more tokens (B, T), after those the cache holds, than the model's positions;
-        return the position of the first."""
-        start = 0 if cache is None else cache.length
-        if start + tokens.size(1) > self.config.positions:
-            raise ValueError(
-                f"{start + tokens.size(1)} tokens exceed the model's {self.config.positions} "
-                "positions"
-            )
-        return start
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight, bias = self.weight.float(), self.bias.float()
+        return F.layer_norm(x.float(), weight.shape, weight, bias, self.eps)  # float32
 
 
-class KVCache:
-    """The keys and values of the positions a model has read so far, each block's (B, KV, t, D),
-    so that reading one more token costs one position's work (sampling)."""
+class RMSNorm(nn.Module):
+    """RMSNorm: a scale, no bias, no mean taken out."""
 
-    def __init__(self) -> None:
-        self.keys: dict[int, torch.Tensor] = {}
-        self.values: dict[int, torch.Tensor] = {}
-        self.length = 0  # positions read, advanced once a forward pass is through every block
+    def __init__(self, width: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(width))
 
-    def extend(
-        self, layer: int, k: torch.Tensor, v: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append a block's new keys and values (B, KV, T, D); return all it holds."""
-        if layer in self.keys:
-            k = torch.cat((self.keys[layer], k), dim=2)
-            v = torch.cat((self.values[layer], v), dim=2)
-        self.keys[layer], self.values[layer] = k, v
-        return k, v
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = self.weight.float()
+        return F.rms_norm(x.float(), weight.shape, weight, self.eps)  # float32
+
+
+def norm(spec: Norm, width: int) -> nn.Module:
+    """The norm `spec` states, over `width` features."""
+    return (LayerNorm if spec.kind == "layer" else RMSNorm)(width, spec.eps)
+
+
+class MLP(nn.Module):
+    """The position-wise branch d_model -> d_ff -> activation -> d_model."""
+
+    def __init__(self, spec: FeedForward, d_model: int, d_ff: int, layer: int, p: float) -> None:
+        super().__init__()
+        self.layer, self.dropout, self.activation = layer, p, ACTIVATIONS[spec.activation]
+        self.up = nn.Linear(d_model, d_ff, bias=spec.bias)
+        self.down = nn.Linear(d_ff, d_model, bias=spec.bias)
+
+    def forward(self, x: torch.Tensor, masks: StepMasks | None) -> torch.Tensor:
+        y = self.down(self.activation(self.up(x)))  # (B, T, d_model)
+        return dropped(y, masks, self.layer, Site.MLP_OUTPUT, self.dropout)
+
+
+class GatedMLP(nn.Module):
+    """The gated branch down(activation(gate x) * up x), gate and up in one projection (SwiGLU
+    with silu)."""
+
+    def __init__(self, spec: FeedForward, d_model: int, d_ff: int, layer: int, p: float) -> None:
+        super().__init__()
+        self.layer, self.dropout, self.activation = layer, p, ACTIVATIONS[spec.activation]
+        self.gate_up = nn.Linear(d_model, 2 * d_ff, bias=spec.bias)
+        self.down = nn.Linear(d_ff, d_model, bias=spec.bias)
+
+    def forward(self, x: torch.Tensor, masks: StepMasks | None) -> torch.Tensor:
+        gate, up = self.gate_up(x).chunk(2, dim=-1)  # (B, T, d_ff) each
+        y = self.down(self.activation(gate) * up)  # (B, T, d_model)
+        return dropped(y, masks, self.layer, Site.MLP_OUTPUT, self.dropout)
+
+
+def feed_forward(spec: FeedForward, d_model: int, d_ff: int, layer: int, p: float) -> nn.Module:
+    """The feed-forward branch `spec` states, dropping its output at rate `p` in training."""
+    return (GatedMLP if spec.gated else MLP)(spec, d_model, d_ff, layer, p)
 
 
 def dropped(
@@ -79,31 +89,3 @@ def dropped(
     if masks is None or p == 0:
         return x
     return apply_dropout(x, masks.keep(layer, site, tuple(x.shape), p, x.device), p)
-
-
-def attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, masks: StepMasks | None, layer: int, p: float
-) -> torch.Tensor:
-    """Causal attention of q (B, H, T, D) over k and v (B, KV, S, D), KV dividing H (query head h
-    reads key and value head h // (H / KV)): (B, H, T, D). S is T, or with a cache the positions
-    before a single query (T 1), which sees them all. The fused kernel, unless dropout masks the
-    probabilities."""
-    grouped = q.size(1) != k.size(1)
-    causal = q.size(2) == k.size(2)
-    if not causal and q.size(2) != 1:
-        raise ValueError("a cache that holds positions is extended one token at a time")
-    if masks is None or p == 0:
-        if grouped:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    if grouped:
-        share = q.size(1) // k.size(1)
-        k, v = k.repeat_interleave(share, dim=1), v.repeat_interleave(share, dim=1)  # (B, H, T, D)
-    B, H, T, D = q.shape
-    scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(D)  # (B, H, T, T) float32
-    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # (T, T)
-    probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # float32
-    probs = apply_dropout(
-        probs, masks.keep(layer, Site.ATTENTION_PROBS, (B, H, T, T), p, q.device), p
-    )
-    return probs.to(v.dtype) @ v  # (B, H, T, D)

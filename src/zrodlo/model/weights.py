@@ -12,7 +12,8 @@ import torch
 
 from zrodlo.draws.chacha import Purpose, Stream
 from zrodlo.draws.floats import normal
-from zrodlo.model.config import ModelConfig, parameter_shapes
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.parts import parameter_shapes
 from zrodlo.storage.refusal import Refusal
 
 INIT_STD = 0.02

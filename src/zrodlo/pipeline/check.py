@@ -1,24 +1,27 @@
 """The DVC pipeline's params (params.yaml), checked together before any stage runs work.
 
-Each stage's command checks its own flags; what no command can see is how the sections agree: the
+Each stage's command checks its own options, which it takes from its section
+(`zrodlo.pipeline.sections`); here the same values are held to the same rules first, with
+sentences that name the params, and so is what no command can see, how the sections agree: the
 checkpoint the resume stage continues must be one the train stage writes and keeps, the context a
-window reads must fit the model's positions, the processes must divide a step's micro-batches.
-The `params` stage checks all of it first, with sentences that name the params, so that an
-experiment that could not finish is refused before it trains.
+window reads must fit the model's positions, the processes must divide a step's micro-batches. The
+`pipeline` stage checks all of it, so that an experiment that could not finish is refused before
+it trains.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from zrodlo.data.pools import check_shares
+from zrodlo.data.tokenizer.fitting import check_fit
 from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.presets import PRESETS, SHAPE, shape_of
+from zrodlo.model.presets import SHAPE, shape_of
 from zrodlo.pipeline.params import as_params, read_params
-from zrodlo.pipeline.schedule import schedule_steps
-from zrodlo.pipeline.tokenizer import tokenizer_args
+from zrodlo.pipeline.sections import COMMANDS, command_options
 from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
@@ -26,10 +29,11 @@ from zrodlo.training.plan import RunPlan
 # What the check holds the params to; the `params` stage writes these lines, which change only
 # when the rules do, so the stages after it rerun for a change of their own params alone.
 RULES = (
-    "documents: a source and the flags documents import takes",
+    "documents: a source and the flags documents import takes, cut where it says",
     "splits: shares of held-out documents that leave documents to train on",
+    "every key of a stage's section: an option of the command the stage runs",
     "tokenizer: a kind and, for bpe, a vocabulary size tokenizer fit accepts",
-    "init: a model configuration model init accepts",
+    "init: a model configuration model init accepts, its shape a preset's where not given",
     "train.warmup and train.decay: shares of train.steps that add up to 1 at most",
     "train: a plan model train accepts, with --shuffle and the schedule as the stage passes them",
     "train.context - 1 at most init.positions",
@@ -44,9 +48,15 @@ RULES = (
 SECTIONS = ("documents", "splits", "tokenizer", "init", "train", "resume", "evaluate", "report")
 
 
-def check_params(params: Path = Path("params.yaml"), output: Path | None = None) -> tuple[str, ...]:
+def check_params(
+    params: Path = Path("params.yaml"),
+    output: Path | None = None,
+    options: Mapping[str, Collection[str]] | None = None,
+) -> tuple[str, ...]:
     """Refuse params.yaml when its sections do not make a pipeline that can finish, naming the
-    params; with `output`, write the rules checked there. Returns the rules."""
+    params; with `options`, each command's options (the command line knows them), a key that is
+    none of its command's is refused too. With `output`, write the rules checked there. Returns
+    the rules."""
     if output is not None:
         check_replaceable(output)
     sections = read_params(params)
@@ -54,13 +64,19 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
         if not isinstance(sections.get(name), dict):
             raise Refusal(f"{params} has no section {name}; the pipeline's stages read it")
     _check_documents(sections["documents"])
+    taken = {
+        command: command_options(sections, command, (options or {}).get(command), str(params))
+        for command in COMMANDS
+    }
     splits, init, train = sections["splits"], sections["init"], sections["train"]
     as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
-    tokenizer_args(sections["tokenizer"])
-    _check_init(init)
+    tokenizer = taken["tokenizer fit"]
+    as_params("tokenizer", lambda: check_fit(tokenizer.get("kind"), tokenizer.get("vocab_size")))
+    _check_init(taken["model init"])
     as_params("init", lambda: check_seed(init["seed"]))
-    values = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
-    values.update(schedule_steps(train))
+    values = {
+        key: v for key, v in taken["model train"].items() if key in RunPlan.__dataclass_fields__
+    }
     plan = as_params("train", lambda: RunPlan(**values, shuffle=True))
     as_params("train", plan.validate)
     if train["context"] - 1 > init["positions"]:
@@ -105,43 +121,47 @@ def check_params(params: Path = Path("params.yaml"), output: Path | None = None)
 # The documents section, each key the flag of `documents import` it becomes, with its kind.
 DOCUMENT_FLAGS = {
     "source": str, "include": list, "exclude": list, "skip-empty": bool,
-    "skip-undecodable": bool, "id-column": str, "text-column": str,
+    "skip-undecodable": bool, "id-column": str, "text-column": str, "cut-at": str,
+    "max-characters": int,
 }  # fmt: skip
 
 
 def _check_documents(documents: dict) -> None:
-    """The documents section is the import's flags: DVC passes each key as --key."""
+    """The documents section is the import's flags, spelled with - or _ between words; null is
+    none given."""
     for key, value in documents.items():
-        kind = DOCUMENT_FLAGS.get(key)
+        kind = DOCUMENT_FLAGS.get(str(key).replace("_", "-"))
         if kind is None:
             raise Refusal(
                 f"documents.{key} is no flag of zrodlo documents import; the section takes "
                 f"{', '.join(DOCUMENT_FLAGS)}"
             )
-        if not isinstance(value, kind) or (
-            kind is list and not all(isinstance(v, str) for v in value)
+        if value is None:
+            continue
+        if (
+            not isinstance(value, kind)
+            or (kind is int and isinstance(value, bool))
+            or (kind is list and not all(isinstance(v, str) for v in value))
         ):
-            wanted = {str: "a string", list: "a list of patterns", bool: "true or false"}[kind]
+            wanted = {
+                str: "a string", list: "a list of patterns", bool: "true or false",
+                int: "a whole number",
+            }[kind]  # fmt: skip
             raise Refusal(f"documents.{key} is {value!r}; it is {wanted}")
     if not documents.get("source"):
         raise Refusal(
-            "documents.source is not given; it is the folder, .jsonl, .parquet or .csv file the "
-            "documents stage imports"
+            "documents.source is not given; it is the folder, .txt, .jsonl, .parquet or .csv "
+            "file the documents stage imports"
         )
 
 
-def _check_init(init: dict) -> None:
-    """The init section names a preset for the model's shape, which the stage passes as --preset;
-    a shape key of its own would be read by nothing."""
-    for key in SHAPE:
-        if key in init:
-            raise Refusal(
-                f"init.{key} is read by no stage: the init stage takes the model's shape from "
-                f"init.preset ({', '.join(PRESETS)})"
-            )
-    rest = {key: value for key, value in init.items() if key not in ("seed", "preset")}
-    shape = as_params("init", lambda: shape_of(init.get("preset"), {}))
-    as_params("init", lambda: ModelConfig(vocab_size=1, **shape, **rest).validate())
+def _check_init(init: dict[str, Any]) -> None:
+    """What model init takes from the init section: a preset's shape, with the shape keys given
+    in their place, and the rest of a model's configuration."""
+    given = {key: init.get(key) for key in SHAPE}
+    rest = {key: v for key, v in init.items() if key not in ("seed", "preset", *SHAPE)}
+    shape = as_params("init", lambda: shape_of(init.get("preset"), given))
+    as_params("init", lambda: ModelConfig.of(vocab_size=1, **shape, **rest).validate())
 
 
 def _check_resume(before_end: Any, plan: RunPlan) -> None:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from pathlib import Path
 
-from zrodlo.pipeline.params import read_params
 from zrodlo.storage.refusal import Refusal
 
 
@@ -38,12 +36,3 @@ def schedule_steps(train: dict) -> dict[str, int]:
         "stable_steps": steps - shares["warmup"] - shares["decay"],
         "decay_steps": shares["decay"],
     }
-
-
-def schedule_flags(params: Path = Path("params.yaml")) -> str:
-    """The flags of `schedule_steps` for the train stage's command line, from params.yaml."""
-    train = read_params(params).get("train")
-    if not isinstance(train, dict):
-        raise Refusal(f"{params} has no section train; the pipeline's stages read it")
-    steps = schedule_steps(train)
-    return " ".join(f"--{name.replace('_', '-')} {value}" for name, value in steps.items())

@@ -17,7 +17,7 @@ import numpy as np
 
 from zrodlo.data.windows import check_context
 from zrodlo.draws.chacha import check_seed
-from zrodlo.model.config import option
+from zrodlo.model.declared import option
 from zrodlo.storage.refusal import Refusal, shown
 from zrodlo.training.schedule import Schedule, check_learning_rate
 

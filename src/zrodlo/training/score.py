@@ -19,8 +19,8 @@ import torch
 from zrodlo.data.batches import collate
 from zrodlo.data.corpus import Corpus, release_pages
 from zrodlo.data.windows import WindowTable, build_windows
+from zrodlo.model.decoder import Decoder
 from zrodlo.model.directory import Model
-from zrodlo.model.layers import Decoder
 from zrodlo.model.precision import autocast
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.loss import summed_nll, valid_targets

@@ -18,12 +18,12 @@ import torch
 
 from zrodlo.data.batches import collate
 from zrodlo.data.windows import WindowStream, WindowTable
-from zrodlo.model.config import ModelConfig, step_activation_bytes, training_state_bytes
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import Decoder, build_decoder
 from zrodlo.model.device import memory_of
 from zrodlo.model.directory import Model
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.layers import Decoder
-from zrodlo.model.network import build_decoder
+from zrodlo.model.parts import step_activation_bytes, training_state_bytes
 from zrodlo.model.precision import autocast
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import Checkpoint

@@ -13,10 +13,8 @@ from hypothesis import strategies as st
 from library_tokenizers import edited, gpt2_file, llama3_file, other_file
 from tokenizers import Tokenizer
 
-from zrodlo.data import bpe_encoding
-from zrodlo.data.bpe_file import import_tokenizer
-from zrodlo.data.bpe_import import ImportedBPE
-from zrodlo.data.tokenizer import load_tokenizer
+from zrodlo.data.tokenizer import library_encoding, load_tokenizer
+from zrodlo.data.tokenizer.imported import ImportedBPE, import_tokenizer
 from zrodlo.storage.refusal import Refusal
 
 ANY_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=60)
@@ -68,7 +66,7 @@ def test_documents_are_framed_and_long_ones_encode_as_the_whole(imported, texts)
     assert imported["gpt2"][0].splits_at_lines and not imported["llama3"][0].splits_at_lines
     for tokenizer, _ in imported.values():
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(bpe_encoding, "_CHUNK_CHARACTERS", 3)
+            patch.setattr(library_encoding, "_CHUNK_CHARACTERS", 3)
             tokens, _ = tokenizer.encode_documents(texts, np.uint32)
         frame = (tokenizer.bos, tokenizer.eos)
         expected = [t for text in texts for t in (frame[0], *tokenizer.encode(text), frame[1])]

@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[3] / "src"
 PYTHONS = [p for p in os.environ.get("ZRODLO_PYTHONS", "").split(",") if p]
 FIT = """
 import hashlib, json, sys
-from zrodlo.data.bpe_training import count_pieces, fit_merges
+from zrodlo.data.tokenizer.bpe_training import count_pieces, fit_merges
 texts = json.loads(open(sys.argv[1], encoding="utf-8").read())
 merges = fit_merges(count_pieces(texts), 400)
 print(sys.version_info[:2], hashlib.sha256(json.dumps(merges).encode()).hexdigest())

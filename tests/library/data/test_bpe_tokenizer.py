@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data import bpe_encoding
-from zrodlo.data.bpe_tokenizer import BOS, EOS, BPETokenizer
-from zrodlo.data.bpe_training import count_pieces, fit_merges
-from zrodlo.data.tokenizer import load_tokenizer
+from zrodlo.data.tokenizer import library_encoding, load_tokenizer
+from zrodlo.data.tokenizer.bpe import BOS, EOS, BPETokenizer
+from zrodlo.data.tokenizer.bpe_training import count_pieces, fit_merges
 from zrodlo.storage.refusal import Refusal
 
 TEXTS = [
@@ -128,7 +127,7 @@ def test_long_documents_encode_in_parts_to_the_ids_of_the_whole(fitted, texts):
     """A document is encoded a part at a time, cut before line breaks, for memory: the ids are
     those of the whole text however short the parts."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bpe_encoding, "_CHUNK_CHARACTERS", 3)
+        patch.setattr(library_encoding, "_CHUNK_CHARACTERS", 3)
         tokens, _ = fitted.encode_documents(texts, np.uint32)
     expected = [token for text in texts for token in (BOS, *fitted.encode(text).tolist(), EOS)]
     assert tokens.tolist() == expected

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data.bpe_training import byte_symbols, count_pieces, fit_merges
+from zrodlo.data.tokenizer.bpe_training import byte_symbols, count_pieces, fit_merges
 
 
 def test_byte_symbols_are_gpt2s_stand_ins():
@@ -91,7 +91,7 @@ def test_the_incremental_trainer_learns_what_the_definition_does(texts):
 FIT = """
 import sys
 from pathlib import Path
-from zrodlo.data.bpe_training import count_pieces, fit_merges
+from zrodlo.data.tokenizer.bpe_training import count_pieces, fit_merges
 texts = [open(sys.argv[1], encoding="utf-8").read()] * 3
 print(repr(fit_merges(count_pieces(texts), 300)))
 """

@@ -22,7 +22,7 @@ from zrodlo.data import corpus as corpus_module
 from zrodlo.data import verification
 from zrodlo.data.corpus import Corpus, mapping_of
 from zrodlo.data.preparation import prepare_corpus
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.storage.refusal import Refusal
 
 TOKENIZER = CharTokenizer.fit(["cab"])

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zrodlo.data import encoding
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.storage.refusal import Refusal
 
 TOKENIZER = CharTokenizer.fit(["abcdé"])

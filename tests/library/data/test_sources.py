@@ -73,8 +73,8 @@ def test_a_source_of_another_kind_is_refused(tmp_path):
     with pytest.raises(Refusal) as refused:
         source_documents(source, "id", "text")
     assert refused.value.sentence == (
-        f"{source} is neither a folder nor a .jsonl, .parquet or .csv file; import reads those "
-        "four forms"
+        f"{source} is neither a folder nor a .txt, .jsonl, .parquet or .csv file; import reads "
+        "those five forms"
     )
 
 

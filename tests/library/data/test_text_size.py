@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data.bpe_tokenizer import BPETokenizer
-from zrodlo.data.bpe_training import count_pieces, fit_merges
 from zrodlo.data.text_size import scored_text
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.bpe import BPETokenizer
+from zrodlo.data.tokenizer.bpe_training import count_pieces, fit_merges
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.data.windows import build_windows
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40)

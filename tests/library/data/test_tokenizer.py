@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zrodlo.data.tokenizer import BOS, EOS, UNK, CharTokenizer, code_points, load_tokenizer
+from zrodlo.data.tokenizer import load_tokenizer
+from zrodlo.data.tokenizer.char import BOS, EOS, UNK, CharTokenizer, code_points
 from zrodlo.storage.refusal import Refusal
 
 ALPHABET = "a b\nzé—ß中😀𝄞"
@@ -136,6 +137,7 @@ def test_load_refuses_a_tokenizer_whose_digest_does_not_match(tmp_path):
     ("change", "reason"),
     [
         ({"kind": "word"}, 'it is not a JSON object of kind "char", "bpe" or "imported-bpe"'),
+        ({"kind": ["char"]}, 'it is not a JSON object of kind "char", "bpe" or "imported-bpe"'),
         # A character tokenizer's file relabelled as a BPE is read as one, and holds none.
         ({"kind": "bpe"}, "its special ids are not BOS 0, EOS 1"),
         (

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zrodlo.data.tokenizer import CharTokenizer
+from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.draws.chacha import Purpose, Stream
 from zrodlo.draws.floats import uniform
 from zrodlo.evaluation.sample import choose, draw
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.network import build_decoder
+from zrodlo.model.decoder import build_decoder
 from zrodlo.model.weights import initial_weights
 
 TOKENIZER = CharTokenizer.fit(["the quick brown fox jumps over the lazy dog"])
@@ -38,7 +38,7 @@ def window_by_window(model, prompt: str, tokens: int, temperature: float, seed: 
 @pytest.mark.parametrize("architecture", ["gpt", "llama"])
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
 def test_a_cached_sample_is_the_window_by_window_sample(architecture, temperature):
-    config = ModelConfig(
+    config = ModelConfig.of(
         vocab_size=TOKENIZER.vocab_size, positions=8, d_model=16, layers=2, heads=2, d_ff=32,
         dropout=0.0, **(LLAMA if architecture == "llama" else {}),
     )  # fmt: skip

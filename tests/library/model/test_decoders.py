@@ -8,10 +8,10 @@ from dataclasses import replace
 import pytest
 import torch
 
+from zrodlo.model.attention import KVCache
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import Decoder, build_decoder
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.layers import Decoder, KVCache
-from zrodlo.model.network import build_decoder
 from zrodlo.model.weights import initial_weights
 
 # llama here shares its one key and value head between both query heads (grouped-query attention).
@@ -25,7 +25,7 @@ def arch(request) -> str:
 
 def small(arch: str) -> ModelConfig:
     llama = LLAMA if arch == "llama" else {}
-    return ModelConfig(
+    return ModelConfig.of(
         vocab_size=16, positions=8, d_model=16, layers=2, heads=2, d_ff=32, dropout=0.0,
         attention_dropout=0.0, **llama,
     )  # fmt: skip

@@ -1,4 +1,5 @@
-"""Tests for zrodlo.model.gpt: shapes, causality, dropout through step masks, initial weights, config."""
+"""GPT-2's decoder (the gpt family): shapes, causality, dropout through step masks, initial weights,
+config."""
 
 import hashlib
 import json
@@ -13,14 +14,10 @@ from hypothesis import strategies as st
 
 from zrodlo.draws.chacha import Purpose, Stream
 from zrodlo.draws.floats import normal
-from zrodlo.model.config import (
-    ModelConfig,
-    parameter_count,
-    parameter_shapes,
-    step_activation_bytes,
-)
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.decoder import Decoder, build_decoder
 from zrodlo.model.dropout import StepMasks
-from zrodlo.model.gpt import GPT
+from zrodlo.model.parts import parameter_count, parameter_shapes, step_activation_bytes
 from zrodlo.model.weights import check_weights, initial_weights
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.optimizer import decays
@@ -41,8 +38,8 @@ DROPPING = replace(SMALL, dropout=0.2, attention_dropout=0.3)
 SMALL_SEED_7_SHA256 = "66d961601a20ec7a0299d6e7e1725bb0fdcffba04dbb8604b01ca1f02f94432a"
 
 
-def model(config: ModelConfig, seed: int = 7, train: bool = True) -> GPT:
-    return GPT.from_weights(config, initial_weights(config, seed)).train(train)
+def model(config: ModelConfig, seed: int = 7, train: bool = True) -> Decoder:
+    return build_decoder(config, initial_weights(config, seed)).train(train)
 
 
 def tokens(batch: int, time: int, vocab: int = 16, offset: int = 0) -> torch.Tensor:
@@ -72,7 +69,7 @@ def test_initial_weights_name_every_parameter_as_float32():
     weights = initial_weights(SMALL, 7)
     assert {n: tuple(w.shape) for n, w in weights.items()} == parameter_shapes(SMALL)
     assert all(w.dtype == torch.float32 and w.is_contiguous() for w in weights.values())
-    assert set(GPT.from_weights(SMALL, weights).state_dict()) == set(weights)
+    assert set(build_decoder(SMALL, weights).state_dict()) == set(weights)
 
 
 def test_parameter_names_are_stable():
@@ -150,7 +147,7 @@ def test_initial_weights_have_the_stated_scales():
 
 def test_from_weights_copies_so_training_leaves_the_source_alone():
     weights = initial_weights(SMALL, 7)
-    gpt = GPT.from_weights(SMALL, weights)
+    gpt = build_decoder(SMALL, weights)
     with torch.no_grad():
         gpt.lm_head.weight.add_(1.0)
     assert torch.equal(weights["lm_head.weight"], initial_weights(SMALL, 7)["lm_head.weight"])
@@ -213,7 +210,7 @@ def test_weights_that_do_not_fit_are_refused(damage, sentence):
         check_weights(SMALL, weights, "run/model.safetensors")
     assert refusal.value.sentence == sentence
     with pytest.raises(Refusal):
-        GPT.from_weights(SMALL, weights)
+        build_decoder(SMALL, weights)
 
 
 # Configuration
@@ -326,7 +323,7 @@ def test_parameter_count_and_shapes_are_those_of_the_parameters_the_model_builds
         layers=layers,
         d_ff=d_ff,
     )
-    model = GPT(config)
+    model = Decoder(config)
     built = sum(p.numel() for p in model.parameters())
     assert parameter_count(config) == built
     registered = [(name, tuple(p.shape)) for name, p in model.named_parameters()]
@@ -352,7 +349,7 @@ def test_a_configuration_too_large_for_this_machine_is_refused_before_anything_i
 # The activations a step keeps
 
 
-def saved_bytes(gpt: GPT, inputs: torch.Tensor, targets: torch.Tensor, masks) -> int:
+def saved_bytes(gpt: Decoder, inputs: torch.Tensor, targets: torch.Tensor, masks) -> int:
     """Bytes of every storage autograd keeps for the backward pass of one forward pass and its
     loss, each storage counted once and the weights not at all (they are the training state), plus
     the logits, which exist beside their log-softmax."""

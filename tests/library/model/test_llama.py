@@ -2,33 +2,35 @@
 without a weight of its own), its configuration in config.json and refused where it cannot be
 built, and rotary positions that make attention depend on relative positions only."""
 
-from dataclasses import replace
-
 import pytest
 import torch
 
-from zrodlo.model.config import GPT_FIELDS, ModelConfig, parameter_count, parameter_shapes
-from zrodlo.model.llama import rotary_angles, rotated
-from zrodlo.model.network import build_decoder
+from zrodlo.model.attention import rotary_angles, rotated
+from zrodlo.model.config import COMMON, ModelConfig
+from zrodlo.model.decoder import build_decoder
+from zrodlo.model.parts import parameter_count, parameter_shapes
 from zrodlo.model.weights import initial_weights
 from zrodlo.storage.refusal import Refusal
 
-LLAMA = ModelConfig(
+LLAMA = ModelConfig.of(
     vocab_size=40, positions=16, d_model=24, layers=2, heads=4, d_ff=40, dropout=0.0,
     architecture="llama", kv_heads=2,
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("config", [LLAMA, replace(LLAMA, tie_embeddings=True, kv_heads=4)])
+@pytest.mark.parametrize("config", [LLAMA, LLAMA.changed(tie_embeddings=True, kv_heads=4)])
 def test_the_parameters_are_the_modules_and_counted_from_the_configuration(config):
     weights = initial_weights(config, 3)
     built = build_decoder(config, weights)
     assert {n: tuple(p.shape) for n, p in built.named_parameters()} == parameter_shapes(config)
     assert sum(p.numel() for p in built.parameters()) == parameter_count(config)
     assert not any(name.endswith(".bias") for name in weights)
-    assert ("lm_head.weight" in weights) is not config.tie_embeddings
+    assert ("lm_head.weight" in weights) is not config.settings.tie_embeddings
     # Queries, then keys and values of kv_heads heads each 6 wide; the gate with the up projection.
-    assert weights["blocks.0.attention.qkv.weight"].shape == (24 + 2 * config.kv_heads * 6, 24)
+    assert weights["blocks.0.attention.qkv.weight"].shape == (
+        24 + 2 * config.settings.kv_heads * 6,
+        24,
+    )
     assert weights["blocks.0.mlp.gate_up.weight"].shape == (80, 24)
 
 
@@ -38,7 +40,7 @@ def test_config_json_states_llama_and_a_gpt_config_is_what_releases_wrote():
     assert ModelConfig.from_json(stated, "config.json") == LLAMA
     gpt = ModelConfig(vocab_size=40, positions=16, d_model=24, layers=2, heads=4, d_ff=40,
                       dropout=0.0)  # fmt: skip
-    assert list(gpt.to_json()) == list(GPT_FIELDS)
+    assert list(gpt.to_json()) == list(COMMON)
     assert ModelConfig.from_json(gpt.to_json(), "config.json") == gpt
 
 
@@ -46,6 +48,7 @@ def test_config_json_states_llama_and_a_gpt_config_is_what_releases_wrote():
     ("change", "problem"),
     [
         ({"architecture": "mamba"}, "architecture is 'mamba'; it is gpt or llama"),
+        ({"architecture": ["llama"]}, "architecture is ['llama']; it is gpt or llama"),
         ({"kv_heads": 3}, "kv_heads 3 does not divide heads 4; each key and value head serves an "
          "equal share of the query heads"),
         ({"rope_theta": 0}, "rope_theta is 0.0; it must be a positive finite number"),
@@ -63,7 +66,7 @@ def test_a_config_json_that_cannot_be_built_is_refused(change, problem):
 
 
 def test_a_gpt_config_holding_a_llama_setting_is_refused():
-    gpt = {name: LLAMA.to_json()[name] for name in GPT_FIELDS}
+    gpt = {name: LLAMA.to_json()[name] for name in COMMON}
     with pytest.raises(Refusal) as refused:
         ModelConfig.from_json({**gpt, "kv_heads": 2}, "config.json")
     assert refused.value.sentence == (
@@ -73,7 +76,7 @@ def test_a_gpt_config_holding_a_llama_setting_is_refused():
 
 
 def test_rotary_scores_depend_on_the_distance_between_positions_only():
-    angles = rotary_angles(LLAMA, 12, torch.device("cpu"))  # (12, 6) each
+    angles = rotary_angles(10000.0, LLAMA.head_width, 12, torch.device("cpu"))  # (12, 6) each
     q = torch.linspace(-1, 1, 6).reshape(1, 1, 1, 6).expand(1, 1, 12, 6)
     k = torch.linspace(2, -1, 6).reshape(1, 1, 1, 6).expand(1, 1, 12, 6)
     scores = rotated(q, *angles)[0, 0] @ rotated(k, *angles)[0, 0].T  # (12, 12)

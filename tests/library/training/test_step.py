@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from zrodlo.data.tokenizer import BOS, EOS, CharTokenizer
+from zrodlo.data.tokenizer.char import BOS, EOS, CharTokenizer
 from zrodlo.data.windows import build_windows
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import Model

@@ -20,14 +20,17 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from zrodlo.data.bpe_encoding import LibraryEncoding
-from zrodlo.data.bpe_training import byte_symbols
-from zrodlo.data.tokenizer import FILE_NAME
-from zrodlo.storage.digest import json_sha256, write_json
+from zrodlo.data.tokenizer.bpe_training import byte_symbols
+from zrodlo.data.tokenizer.library_encoding import LibraryEncoding
+from zrodlo.data.tokenizer.library_file import (
+    check_library_file,
+    frame_id,
+    read_library_file,
+    special_ids,
+)
+from zrodlo.storage.outputs import new_directory
 
 KIND = "imported-bpe"
-# The settings of an encoding call, not of the tokenizer: dropped on import.
-CALL_SETTINGS = ("padding", "truncation")
 
 
 @dataclass(frozen=True)
@@ -83,23 +86,10 @@ class ImportedBPE(LibraryEncoding):
     def special(self) -> dict[str, int]:
         return {"BOS": self.bos, "EOS": self.eos}
 
-    @cached_property
-    def digest(self) -> str:
-        return json_sha256(self.canonical())
-
-    def document(self) -> dict[str, Any]:
-        """What Zrodlo's tokenizer.json holds."""
-        return {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
-
-    def save(self, directory: Path) -> None:
-        write_json(directory / FILE_NAME, self.document())
-
     @classmethod
     def from_document(cls, data: dict[str, Any], broken: Any) -> ImportedBPE:
         """The tokenizer a parsed tokenizer.json of kind "imported-bpe" holds; `broken(reason)` is
         the refusal for a file that holds none."""
-        from zrodlo.data.bpe_file import check_library_file, special_ids
-
         special, file = data.get("special"), data.get("tokenizer")
         if not isinstance(special, dict) or sorted(special) != ["BOS", "EOS"]:
             raise broken("its special ids are not BOS and EOS")
@@ -110,3 +100,25 @@ class ImportedBPE(LibraryEncoding):
         if not {special["BOS"], special["EOS"]} <= special_ids(file):
             raise broken("its BOS and EOS are not special tokens of its tokenizer")
         return tokenizer
+
+
+def imported(source: Path, bos: str | None = None, eos: str | None = None) -> ImportedBPE:
+    """The `tokenizers` file `source` as Zrodlo's tokenizer, its ids as they are, documents framed
+    by the special tokens `bos` and `eos` (`zrodlo.data.tokenizer.library_file` says how they
+    are found where not given)."""
+    file = read_library_file(source)
+    return ImportedBPE(
+        json.dumps(file, sort_keys=True),
+        frame_id(source, file, "--bos", bos),
+        frame_id(source, file, "--eos", eos),
+    )
+
+
+def import_tokenizer(
+    source: Path, output: Path, bos: str | None = None, eos: str | None = None
+) -> ImportedBPE:
+    """Import the `tokenizers` file `source` into the new tokenizer directory `output`."""
+    with new_directory(output) as partial:
+        tokenizer = imported(source, bos, eos)
+        tokenizer.save(partial)
+    return tokenizer

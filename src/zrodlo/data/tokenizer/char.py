@@ -1,6 +1,5 @@
-"""Tokenizer files, and the character tokenizer: fitted on training documents only, encoding whole
-batches at once. A tokenizer.json names its kind: "char" (here), "bpe" (`zrodlo.data.bpe_tokenizer`)
-or "imported-bpe" (`zrodlo.data.bpe_import`); `load_tokenizer` reads each.
+"""The character tokenizer (kind "char"): fitted on training documents only, encoding whole
+batches at once.
 
 Ids: UNK 0, BOS 1, EOS 2, then the fitted characters from 3 in code point order. A character the
 training documents never held encodes as UNK. Lone surrogates are not characters and are never
@@ -11,24 +10,22 @@ the same digest encode every text the same way.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
-from typing import Protocol
+from typing import Any
 
 import numpy as np
+from tokenizers import Regex, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as LibraryTokenizer
 
-from zrodlo.storage import jsonfile
-from zrodlo.storage.digest import json_sha256, write_json
-from zrodlo.storage.inputs import read_input
+from zrodlo.data.tokenizer.base import Tokenizer, framed
 from zrodlo.storage.refusal import Refusal
 
 UNK, BOS, EOS = 0, 1, 2
 FIRST_CHARACTER = 3
 SPECIAL = {"UNK": UNK, "BOS": BOS, "EOS": EOS}
-FILE_NAME = "tokenizer.json"
+SPECIAL_TOKENS = {UNK: "<unk>", BOS: "<bos>", EOS: "<eos>"}  # their names in the library's file
 _SURROGATES = (0xD800, 0xDFFF)
 
 
@@ -45,16 +42,26 @@ def code_points(text: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class CharTokenizer:
+class CharTokenizer(Tokenizer):
     """A character vocabulary; `points` are the fitted code points in id order from 3."""
 
     points: tuple[int, ...]
 
     kind = "char"
     bos, eos, unk = BOS, EOS, UNK
+    fit_options = ()  # what `fit` takes besides the texts: the characters decide the vocabulary
+
+    @staticmethod
+    def check_fit(vocab_size: int | None) -> None:
+        """Refuse a vocabulary size: the characters of the documents decide it."""
+        if vocab_size is not None:
+            raise Refusal(
+                "--vocab-size is for --kind bpe; a character tokenizer holds every character of "
+                "the training documents"
+            )
 
     @classmethod
-    def fit(cls, texts: Iterable[str]) -> CharTokenizer:
+    def fit(cls, texts: Iterable[str], vocab_size: None = None) -> CharTokenizer:
         seen = np.zeros(0, dtype=np.uint32)
         for text in texts:
             seen = np.union1d(seen, np.unique(code_points(text)))
@@ -72,10 +79,6 @@ class CharTokenizer:
     def canonical(self) -> dict:
         """The content the digest is taken over."""
         return {"kind": "char", "special": SPECIAL, "characters": self.characters}
-
-    @cached_property
-    def digest(self) -> str:
-        return json_sha256(self.canonical())
 
     @cached_property
     def text_sizes(self) -> np.ndarray:
@@ -128,12 +131,18 @@ class CharTokenizer:
                 out.append("\ufffd")
         return "".join(out)
 
-    def document(self) -> dict:
-        """What tokenizer.json holds."""
-        return {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
-
-    def save(self, directory: Path) -> None:
-        write_json(directory / FILE_NAME, self.document())
+    @cached_property
+    def library(self) -> Any:
+        """The library's word-level tokenizer over single characters, ids as here: a character
+        it never saw is UNK."""
+        vocabulary = {text: token for token, text in SPECIAL_TOKENS.items()}
+        vocabulary.update({c: FIRST_CHARACTER + i for i, c in enumerate(self.characters)})
+        built = LibraryTokenizer(models.WordLevel(vocabulary, unk_token=SPECIAL_TOKENS[UNK]))
+        # One piece per code point, line breaks included; a piece not in the vocabulary is UNK.
+        built.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+        built.decoder = decoders.Fuse()
+        built.add_special_tokens(list(SPECIAL_TOKENS.values()))
+        return built
 
     @classmethod
     def from_document(cls, data: dict, broken: Callable[[str], Refusal]) -> CharTokenizer:
@@ -150,87 +159,3 @@ class CharTokenizer:
         if any(a >= b for a, b in itertools.pairwise(points)):
             raise broken("its characters are not in strictly rising code point order")
         return cls(tuple(points))
-
-
-def framed(
-    sizes: np.ndarray, ends_of: tuple[int, int], dtype: np.dtype | type, out: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Room for documents of `sizes` (k,) tokens each, one after another, each's first and last
-    token written (`ends_of`: its BOS and EOS ids): the tokens (sum(sizes),) of `dtype`, the start
-    of `out` where it has room for them all, and each document's end (k,)."""
-    ends = np.cumsum(sizes)
-    total = int(ends[-1]) if len(ends) else 0
-    tokens = out[:total] if out is not None and total <= len(out) else np.empty(total, dtype)
-    tokens[ends - sizes], tokens[ends - 1] = ends_of
-    return tokens, ends
-
-
-class Tokenizer(Protocol):
-    """What every kind of tokenizer offers: `CharTokenizer`, `BPETokenizer` and `ImportedBPE`. `unk` is None
-    for a tokenizer that encodes every text without an unknown token."""
-
-    kind: str
-    bos: int
-    eos: int
-    unk: int | None
-
-    @property
-    def vocab_size(self) -> int: ...
-    @property
-    def digest(self) -> str: ...
-    @property
-    def text_sizes(self) -> np.ndarray: ...
-    def canonical(self) -> dict: ...
-    def document(self) -> dict: ...
-    def save(self, directory: Path) -> None: ...
-    def encode(self, text: str, out: np.ndarray | None = None) -> np.ndarray: ...
-    def encode_documents(
-        self, texts: list[str], dtype: np.dtype | type = np.int32, out: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]: ...
-    def decode(self, ids: Iterable[int]) -> str: ...
-
-
-def load_tokenizer(path: Path) -> Tokenizer:
-    """Load a tokenizer directory (or any directory holding tokenizer.json, such as a model)."""
-    file = path / FILE_NAME if path.is_dir() else path
-    if not file.is_file():
-        raise Refusal(
-            f"{path} holds no {FILE_NAME}; a tokenizer is written by zrodlo tokenizer fit"
-        )
-    try:
-        data = read_input(file)
-    except OSError as error:
-        raise Refusal(f"{file} does not load as a tokenizer: {error}") from None
-    return tokenizer_from_bytes(file, data)
-
-
-def tokenizer_from_bytes(file: Path, content: bytes | memoryview) -> Tokenizer:
-    """The tokenizer whose tokenizer.json bytes are `content` (already read, maybe checked), of
-    the kind the file names; refused where its content is not what its digest records."""
-
-    def broken(reason: str) -> Refusal:
-        return Refusal(f"{file} does not load as a tokenizer: {reason}")
-
-    try:
-        data = jsonfile.loads(content)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise broken(str(error)) from None
-    kind = data.get("kind") if isinstance(data, dict) else None
-    if kind == "char":
-        tokenizer: Tokenizer = CharTokenizer.from_document(data, broken)
-    elif kind == "bpe":
-        from zrodlo.data.bpe_tokenizer import BPETokenizer  # the tokenizers library, when needed
-
-        tokenizer = BPETokenizer.from_document(data, broken)
-    elif kind == "imported-bpe":
-        from zrodlo.data.bpe_import import ImportedBPE
-
-        tokenizer = ImportedBPE.from_document(data, broken)
-    else:
-        raise broken('it is not a JSON object of kind "char", "bpe" or "imported-bpe"')
-    if data.get("digest") != tokenizer.digest:
-        raise Refusal(
-            f"{file} records digest {data.get('digest')}, and its content has digest "
-            f"{tokenizer.digest}; the file was changed after it was fitted"
-        )
-    return tokenizer

@@ -1,6 +1,5 @@
-"""Importing a `tokenizers` file (`zrodlo tokenizer import`): what makes a file one Zrodlo can take
-(`check_library_file`), which of its tokens frame a document, and the import itself, which writes
-a tokenizer directory or, refused, nothing.
+"""A `tokenizers` file to import (`zrodlo tokenizer import`): what makes a file one Zrodlo can take
+(`check_library_file`), reading it, and which of its tokens frame a document.
 
 BOS and EOS are the tokens `--bos` and `--eos` name; else those the transformers
 tokenizer_config.json beside the file names; else the file's one special token, for both (GPT-2's
@@ -13,15 +12,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from zrodlo.data.bpe_import import CALL_SETTINGS, ImportedBPE
-from zrodlo.data.bpe_tokenizer import LARGEST_VOCABULARY
-from zrodlo.data.bpe_training import byte_symbols
+from tokenizers import Tokenizer
+
+from zrodlo.data.tokenizer.base import LARGEST_VOCABULARY
+from zrodlo.data.tokenizer.bpe_training import byte_symbols
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import read_input
-from zrodlo.storage.outputs import new_directory
 from zrodlo.storage.refusal import Refusal
 
 CONFIG_FILE = "tokenizer_config.json"  # transformers' file beside tokenizer.json
+# The settings of an encoding call, not of the tokenizer: dropped on import.
+CALL_SETTINGS = ("padding", "truncation")
 
 
 def _steps(step: Any) -> list[dict]:
@@ -94,8 +95,6 @@ def check_library_file(file: Any) -> str | None:
         for token in added
     ):
         return "its added tokens are not a list of ids, contents and whether each is special"
-    from tokenizers import Tokenizer
-
     try:
         Tokenizer.from_str(json.dumps(file))
     except Exception as error:  # the library's own sentence for what it cannot load
@@ -133,7 +132,7 @@ def _configured(source: Path, role: str) -> str | None:
     return token if isinstance(token, str) else None
 
 
-def _frame(source: Path, file: dict, flag: str, given: str | None) -> int:
+def frame_id(source: Path, file: dict, flag: str, given: str | None) -> int:
     """The id of the special token that starts (--bos) or ends (--eos) each document."""
     names = _special_by_name(file)
     role = "bos_token" if flag == "--bos" else "eos_token"
@@ -174,24 +173,3 @@ def read_library_file(source: Path) -> dict:
     if problem is not None:
         raise Refusal(f"{source} cannot be imported: {problem}")
     return {key: value for key, value in file.items() if key not in CALL_SETTINGS}
-
-
-def imported(source: Path, bos: str | None = None, eos: str | None = None) -> ImportedBPE:
-    """The `tokenizers` file `source` as Zrodlo's tokenizer, its ids as they are, documents framed
-    by the special tokens `bos` and `eos` (module docstring)."""
-    file = read_library_file(source)
-    return ImportedBPE(
-        json.dumps(file, sort_keys=True),
-        _frame(source, file, "--bos", bos),
-        _frame(source, file, "--eos", eos),
-    )
-
-
-def import_tokenizer(
-    source: Path, output: Path, bos: str | None = None, eos: str | None = None
-) -> ImportedBPE:
-    """Import the `tokenizers` file `source` into the new tokenizer directory `output`."""
-    with new_directory(output) as partial:
-        tokenizer = imported(source, bos, eos)
-        tokenizer.save(partial)
-    return tokenizer

@@ -1,5 +1,5 @@
 """The byte-level BPE tokenizer: GPT-2's pre-tokenizer, the 256 bytes as its alphabet, and the merges
-`zrodlo.data.bpe_training` learned from the training documents.
+`zrodlo.data.tokenizer.bpe_training` learned from the training documents.
 
 Ids: BOS 0, EOS 1, the bytes 0x00..0xFF as 2..257, then each symbol the merges made, in the order
 they made it. Every text encodes without an unknown token, and decodes back to itself. The
@@ -10,18 +10,17 @@ merges), so two tokenizers with one digest encode every text the same way.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tokenizers import AddedToken, Tokenizer, decoders, models
 
-from zrodlo.data.bpe_encoding import LibraryEncoding
-from zrodlo.data.bpe_training import PIECES, byte_symbols
-from zrodlo.data.tokenizer import FILE_NAME
-from zrodlo.storage.digest import json_sha256, write_json
+from zrodlo.data.tokenizer.base import LARGEST_VOCABULARY
+from zrodlo.data.tokenizer.bpe_training import PIECES, byte_symbols, count_pieces, fit_merges
+from zrodlo.data.tokenizer.library_encoding import LibraryEncoding
 from zrodlo.storage.refusal import Refusal
 
 BOS, EOS = 0, 1
@@ -41,7 +40,32 @@ class BPETokenizer(LibraryEncoding):
 
     kind = "bpe"
     bos, eos, unk = BOS, EOS, None
+    fit_options = ("vocab_size",)  # what `fit` takes besides the texts
     splits_at_lines = True  # GPT-2's pre-tokenizer
+
+    @staticmethod
+    def check_fit(vocab_size: int | None) -> None:
+        """Refuse a vocabulary size that is not given, or that cannot hold the bytes and the
+        specials, or is past the most a corpus stores."""
+        if vocab_size is None:
+            raise Refusal(
+                f"--kind bpe needs --vocab-size, the tokens its vocabulary holds "
+                f"({SMALLEST_VOCABULARY} or more)"
+            )
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+            raise Refusal(f"--vocab-size is {vocab_size!r}; it must be a whole number")
+        if not SMALLEST_VOCABULARY <= vocab_size <= LARGEST_VOCABULARY:
+            raise Refusal(
+                f"--vocab-size is {vocab_size}; a byte-level BPE holds the 256 bytes and BOS and "
+                f"EOS, so it is {SMALLEST_VOCABULARY:,} or more, and at most "
+                f"{LARGEST_VOCABULARY:,}"
+            )
+
+    @classmethod
+    def fit(cls, texts: Iterable[str], vocab_size: int) -> BPETokenizer:
+        """The BPE of `vocab_size` tokens (`check_fit` accepts it) learned from the texts; fewer
+        where they hold no more pairs to merge."""
+        return cls(tuple(fit_merges(count_pieces(texts), vocab_size - SMALLEST_VOCABULARY)))
 
     @cached_property
     def vocabulary(self) -> list[str]:
@@ -82,10 +106,6 @@ class BPETokenizer(LibraryEncoding):
         }
 
     @cached_property
-    def digest(self) -> str:
-        return json_sha256(self.canonical())
-
-    @cached_property
     def library(self) -> Tokenizer:
         """The `tokenizers` library's tokenizer with this vocabulary and these merges."""
         vocabulary = {token: index for index, token in enumerate(self.vocabulary)}
@@ -95,13 +115,6 @@ class BPETokenizer(LibraryEncoding):
         built.add_special_tokens([AddedToken(SPECIAL_TOKENS[i], special=True) for i in (BOS, EOS)])
         built.encode_special_tokens = True  # a text holding "<eos>" is text: BOS and EOS only frame
         return built
-
-    def document(self) -> dict[str, Any]:
-        """What tokenizer.json holds."""
-        return {**self.canonical(), "vocab_size": self.vocab_size, "digest": self.digest}
-
-    def save(self, directory: Path) -> None:
-        write_json(directory / FILE_NAME, self.document())
 
     @classmethod
     def from_document(cls, data: dict[str, Any], broken: Any) -> BPETokenizer:
@@ -126,19 +139,3 @@ class BPETokenizer(LibraryEncoding):
         if data.get("vocabulary") != tokenizer.vocabulary:
             raise broken("its vocabulary is not the one its merges make")
         return tokenizer
-
-
-def check_vocab_size(vocab_size: int) -> None:
-    """Refuse a BPE vocabulary that cannot hold the bytes and the specials, or one past the most
-    a corpus stores (token ids are uint32)."""
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise Refusal(f"--vocab-size is {vocab_size!r}; it must be a whole number")
-    if not SMALLEST_VOCABULARY <= vocab_size <= LARGEST_VOCABULARY:
-        raise Refusal(
-            f"--vocab-size is {vocab_size}; a byte-level BPE holds the 256 bytes and BOS and EOS, "
-            f"so it is {SMALLEST_VOCABULARY:,} or more, and at most {LARGEST_VOCABULARY:,}"
-        )
-
-
-# Each merge rewrites the pieces that hold its pair: past a million entries a fit would take hours.
-LARGEST_VOCABULARY = 1 << 20

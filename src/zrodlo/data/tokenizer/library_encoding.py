@@ -7,20 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from tokenizers import Tokenizer
 
-from zrodlo.data.tokenizer import framed
+from zrodlo.data.tokenizer.base import Tokenizer, framed
 
 
-class LibraryEncoding:
+class LibraryEncoding(Tokenizer):
     """Encoding and decoding through `library`, the `tokenizers` tokenizer that encodes for
     Zrodlo, with the ids `bos` and `eos` around each document. `splits_at_lines`: the
     pre-tokenizer never puts a line break that follows a visible ASCII character in one piece
     with what precedes it (GPT-2's split), so a long document may be encoded a part at a time."""
 
-    library: Tokenizer
-    bos: int
-    eos: int
     splits_at_lines: bool
 
     def encode(self, text: str, out: np.ndarray | None = None) -> np.ndarray:

@@ -1,0 +1,105 @@
+"""Import from Hugging Face transformers (`zrodlo model import`): a causal LM directory of a family
+Zrodlo has (config.json, model.safetensors, tokenizer.json) read into a Zrodlo model directory with
+its digests, so that `model train` continues from it (fine-tuning).
+
+config.json is read by the family its model_type names (`zrodlo.model.families`), as transformers
+reads it, a field it leaves out taking transformers' default; only what Zrodlo computes exactly
+is taken, and any other setting is refused naming its field. The weights are read as float32,
+exactly. The tokenizer goes through `zrodlo tokenizer import`, BOS and EOS named by the
+directory's tokenizer_config.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from zrodlo.data.tokenizer.imported import imported
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import write_model
+from zrodlo.model.families import FAMILIES, by_model_type
+from zrodlo.model.weights import check_weights
+from zrodlo.storage import jsonfile
+from zrodlo.storage.inputs import read_input
+from zrodlo.storage.outputs import check_new_directory, new_directory
+from zrodlo.storage.refusal import Refusal
+
+WEIGHTS = "model.safetensors"
+
+
+def read_config(source: Path) -> tuple[ModelConfig, dict]:
+    """The Zrodlo configuration of a transformers directory's config.json, and the file parsed."""
+    file = source / "config.json"
+    if not file.is_file():
+        raise Refusal(f"{source} holds no config.json; --from takes a transformers model directory")
+    try:
+        stated = jsonfile.loads(read_input(file))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Refusal(f"{file} does not load as a transformers configuration: {error}") from None
+    kind = stated.get("model_type") if isinstance(stated, dict) else None
+    family = by_model_type(kind)
+    if family is None:
+        types = " and ".join(family.model_type for family in FAMILIES.values())
+        raise Refusal(f"{file} states model_type {kind!r}; Zrodlo imports {types} causal LMs only")
+    try:
+        values = family.from_transformers(stated, file)
+    except KeyError as error:
+        raise Refusal(
+            f"{file} does not state {error.args[0]}, which a {kind} model needs"
+        ) from None
+    names = family.transformers_fields
+    try:
+        config = ModelConfig.of(lambda field: names.get(field, field), **values)
+        config.validate(lambda field: names.get(field, field))
+    except Refusal as refusal:
+        raise Refusal(f"{file} states a model Zrodlo cannot build: {refusal.sentence}") from None
+    return config, stated
+
+
+def zrodlo_weights(
+    config: ModelConfig, stated: dict, theirs: dict[str, torch.Tensor], file: Path
+) -> dict[str, torch.Tensor]:
+    """transformers' tensors under Zrodlo's names, as float32; refused naming a missing one."""
+    names = config.family.transformers_names(config)
+    theirs = config.family.transformers_weights_read(stated, theirs)
+    ours: dict[str, torch.Tensor] = {}
+    for name, (parts, transposed) in names.items():
+        missing = [part for part, _ in parts if theirs.get(part) is None]
+        if missing:
+            raise Refusal(
+                f"{file} has no tensor {missing[0]}, which a {stated['model_type']} needs"
+            )
+        tensors = [theirs[part].to(torch.float32) for part, _ in parts]
+        joined = torch.cat([t.t() if transposed else t for t in tensors])
+        ours[name] = joined.contiguous().clone()
+    check_weights(config, ours, str(file))
+    return ours
+
+
+def import_model(source: Path, output: Path) -> ModelConfig:
+    """Write the transformers directory `source` as the new Zrodlo model directory `output`."""
+    check_new_directory(output)
+    config, stated = read_config(source)
+    file = source / WEIGHTS
+    if not file.is_file():
+        sharded = (source / f"{WEIGHTS}.index.json").is_file()
+        reason = "its weights are sharded; save it as one file" if sharded else "a model needs it"
+        raise Refusal(f"{source} holds no {WEIGHTS}; {reason}")
+    try:
+        theirs = load_file(file)
+    except (SafetensorError, OSError) as error:
+        raise Refusal(f"{file} does not load as safetensors: {error}") from None
+    weights = zrodlo_weights(config, stated, theirs, file)
+    tokenizer = imported(source / "tokenizer.json")
+    if tokenizer.vocab_size > config.vocab_size:
+        raise Refusal(
+            f"{source / 'tokenizer.json'} has {tokenizer.vocab_size} tokens, more than the "
+            f"vocab_size {config.vocab_size} of {source / 'config.json'}"
+        )
+    with new_directory(output) as partial:
+        write_model(partial, config, tokenizer, weights)
+    return config

@@ -1,0 +1,73 @@
+"""Export to Hugging Face transformers: a model directory or checkpoint written as the directory of
+its family's causal LM (a GPT2LMHeadModel, a LlamaForCausalLM, ...) that
+`AutoModelForCausalLM.from_pretrained` and `AutoTokenizer.from_pretrained` load offline, computing
+the same logits and encoding text to the same ids.
+
+The configuration and the names of the weights are the family's (`zrodlo.model.families`). The
+tokenizer is the `tokenizers` library's tokenizer each kind gives (`Tokenizer.library`): a
+character tokenizer a word-level vocabulary over single characters, ids as Zrodlo's (a character
+it never saw is UNK); a fitted byte-level BPE the BPE that encodes for Zrodlo, its ids Zrodlo's; an
+imported one its own file with its own ids. EOS pads. Special tokens are never read out of text:
+"<bos>" typed in a prompt is its characters, as in Zrodlo. Like Zrodlo's windows, a text fed to the
+model starts with BOS; the tokenizer adds none.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from zrodlo.data.tokenizer import Tokenizer
+from zrodlo.model.families.base import Names
+from zrodlo.storage.digest import write_json
+from zrodlo.storage.outputs import new_directory
+from zrodlo.training.checkpoint import read_model
+
+WEIGHTS_FILE = "model.safetensors"
+
+
+def transformers_weights(names: Names, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Zrodlo's weights under transformers' names: transposed where it holds them so, and a fused
+    projection split into its parts by rows."""
+    renamed = {}
+    for name, (parts, transposed) in names.items():
+        tensor = weights[name].t() if transposed else weights[name]
+        for (part, _), rows in zip(parts, tensor.split([n for _, n in parts]), strict=True):
+            renamed[part] = rows.contiguous()
+    return renamed
+
+
+def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> None:
+    """tokenizer.json, the `tokenizers` library's tokenizer that encodes as Zrodlo does, and
+    tokenizer_config.json naming its special tokens."""
+    library = tokenizer.library
+    library.save(str(directory / "tokenizer.json"))
+    special = {"bos_token": tokenizer.bos, "eos_token": tokenizer.eos, "pad_token": tokenizer.eos}
+    if tokenizer.unk is not None:
+        special = {"unk_token": tokenizer.unk, **special}
+    write_json(
+        directory / "tokenizer_config.json",
+        {
+            "tokenizer_class": "PreTrainedTokenizerFast",
+            **{role: library.id_to_token(token) for role, token in special.items()},
+            "split_special_tokens": True,
+            "model_max_length": positions,
+            "clean_up_tokenization_spaces": False,
+        },
+    )
+
+
+def export(model: Path, output: Path) -> Path:
+    """Write the model directory or checkpoint `model` as a transformers directory `output`."""
+    loaded = read_model(model)
+    config, tokenizer = loaded.config, loaded.tokenizer
+    family = config.family
+    stated = family.transformers_config(config, tokenizer.bos, tokenizer.eos)
+    weights = transformers_weights(family.transformers_names(config), loaded.weights)
+    with new_directory(output) as partial:
+        write_json(partial / "config.json", stated)
+        save_file(weights, partial / WEIGHTS_FILE, metadata={"format": "pt"})
+        write_tokenizer(tokenizer, partial, config.positions)
+    return output

@@ -1,0 +1,128 @@
+"""Causal self-attention, as every family's parts state it: a fused query, key and value
+projection with `kv_heads` key and value heads (grouped-query attention where they are fewer than
+the query heads), rotary positions where the family has them, torch's fused kernel (or the product
+spelled out where dropout masks the probabilities), and the key-value cache sampling reads from.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zrodlo.model.dropout import Site, StepMasks, apply_dropout
+from zrodlo.model.layers import dropped
+from zrodlo.model.parts import Attention as AttentionSpec
+
+Angles = tuple[torch.Tensor, torch.Tensor]  # cos and sin, (T, head_width) float32 each
+
+
+class KVCache:
+    """The keys and values of the positions a model has read so far, each block's (B, KV, t, D),
+    so that reading one more token costs one position's work (sampling)."""
+
+    def __init__(self) -> None:
+        self.keys: dict[int, torch.Tensor] = {}
+        self.values: dict[int, torch.Tensor] = {}
+        self.length = 0  # positions read, advanced once a forward pass is through every block
+
+    def extend(
+        self, layer: int, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append a block's new keys and values (B, KV, T, D); return all it holds."""
+        if layer in self.keys:
+            k = torch.cat((self.keys[layer], k), dim=2)
+            v = torch.cat((self.values[layer], v), dim=2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+
+def rotary_angles(theta: float, head_width: int, length: int, device: torch.device) -> Angles:
+    """cos and sin of each position's angles, (length, head_width) float32 each: position t turns
+    the pair (i, i + head_width/2) by t / theta^(2i / head_width)."""
+    half = head_width // 2
+    exponents = torch.arange(half, dtype=torch.float32, device=device) * 2 / head_width
+    frequencies = 1.0 / (theta**exponents)  # (half,)
+    positions = torch.arange(length, dtype=torch.float32, device=device)  # (length,)
+    angles = torch.outer(positions, frequencies)  # (length, half)
+    angles = torch.cat((angles, angles), dim=-1)  # (length, head_width)
+    return angles.cos(), angles.sin()
+
+
+def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x (B, heads, T, D) with each position's pairs turned by its angles (T, D)."""
+    first, second = x.chunk(2, dim=-1)  # (B, heads, T, D/2) each
+    turned = torch.cat((-second, first), dim=-1)  # (B, heads, T, D)
+    return (x * cos + turned * sin).to(x.dtype)
+
+
+class Attention(nn.Module):
+    """Causal self-attention of one block; rotary positions where `angles` are given."""
+
+    def __init__(
+        self,
+        spec: AttentionSpec,
+        d_model: int,
+        heads: int,
+        layer: int,
+        p: float,
+        p_attention: float,
+    ) -> None:
+        super().__init__()
+        self.layer, self.heads, self.kv_heads = layer, heads, spec.kv_heads
+        self.width = d_model // heads
+        self.dropout, self.attention_dropout = p, p_attention
+        kv_width = spec.kv_heads * self.width
+        self.qkv = nn.Linear(d_model, d_model + 2 * kv_width, bias=spec.qkv_bias)
+        self.out = nn.Linear(d_model, d_model, bias=spec.out_bias)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        angles: Angles | None,
+        masks: StepMasks | None,
+        cache: KVCache | None,
+    ) -> torch.Tensor:
+        B, T, C = x.shape  # batch, time, d_model
+        kv_width = self.kv_heads * self.width
+        q, k, v = self.qkv(x).split((C, kv_width, kv_width), dim=2)
+        q = q.view(B, T, self.heads, self.width).transpose(1, 2)  # (B, heads, T, D)
+        k = k.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
+        v = v.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
+        if angles is not None:
+            q, k = rotated(q, *angles), rotated(k, *angles)
+        if cache is not None:
+            k, v = cache.extend(self.layer, k, v)  # (B, kv_heads, S, D) each, turned as read
+        y = attend(q, k, v, masks, self.layer, self.attention_dropout)  # (B, heads, T, D)
+        y = self.out(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
+        return dropped(y, masks, self.layer, Site.ATTENTION_OUTPUT, self.dropout)
+
+
+def attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, masks: StepMasks | None, layer: int, p: float
+) -> torch.Tensor:
+    """Causal attention of q (B, H, T, D) over k and v (B, KV, S, D), KV dividing H (query head h
+    reads key and value head h // (H / KV)): (B, H, T, D). S is T, or with a cache the positions
+    before a single query (T 1), which sees them all. The fused kernel, unless dropout masks the
+    probabilities."""
+    grouped = q.size(1) != k.size(1)
+    causal = q.size(2) == k.size(2)
+    if not causal and q.size(2) != 1:
+        raise ValueError("a cache that holds positions is extended one token at a time")
+    if masks is None or p == 0:
+        if grouped:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    if grouped:
+        share = q.size(1) // k.size(1)
+        k, v = k.repeat_interleave(share, dim=1), v.repeat_interleave(share, dim=1)  # (B, H, T, D)
+    B, H, T, D = q.shape
+    scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(D)  # (B, H, T, T) float32
+    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # (T, T)
+    probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # float32
+    probs = apply_dropout(
+        probs, masks.keep(layer, Site.ATTENTION_PROBS, (B, H, T, T), p, q.device), p
+    )
+    return probs.to(v.dtype) @ v  # (B, H, T, D)

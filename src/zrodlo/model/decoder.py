@@ -1,0 +1,113 @@
+"""The decoder every family builds, from the parts its configuration states (`zrodlo.model.parts`):
+token embeddings (and learned positions where the family has them), pre-norm blocks of attention
+and a feed-forward branch, each adding to a residual stream that stays float32 under autocast, a
+final norm and an LM head, its own or the token embedding's.
+
+Dropout takes its masks from `zrodlo.model.dropout` (ChaCha20, drawn for the whole step), and
+every weight comes from `zrodlo.model.weights` or a checkpoint, so nothing here reads torch's
+random state.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zrodlo.model.attention import Angles, Attention, KVCache, rotary_angles
+from zrodlo.model.config import ModelConfig
+from zrodlo.model.dropout import Site, StepMasks
+from zrodlo.model.layers import dropped, feed_forward, norm
+from zrodlo.model.weights import check_weights
+
+
+class Block(nn.Module):
+    """One pre-norm block: x + attention(norm(x)), then + feed_forward(norm(x))."""
+
+    def __init__(self, config: ModelConfig, layer: int) -> None:
+        super().__init__()
+        parts, d = config.parts, config.d_model
+        self.attention_norm = norm(parts.norm, d)
+        self.attention = Attention(
+            parts.attention, d, config.heads, layer, config.dropout, config.attention_dropout
+        )
+        self.mlp_norm = norm(parts.norm, d)
+        self.mlp = feed_forward(parts.feed_forward, d, config.d_ff, layer, config.dropout)
+
+    def forward(
+        self, x: torch.Tensor, angles: Angles | None, masks: StepMasks | None, cache: KVCache | None
+    ) -> torch.Tensor:
+        x = x + self.attention(self.attention_norm(x), angles, masks, cache)  # (B, T, d_model)
+        return x + self.mlp(self.mlp_norm(x), masks)
+
+
+class Decoder(nn.Module):
+    """A decoder-only language model over `config`. `Decoder(config)` holds placeholders only;
+    build one with `build_decoder`."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        parts, d = config.parts, config.d_model
+        # Built on the meta device: torch's own initialisation would read torch's random state,
+        # and every real weight comes from `initial_weights` or a checkpoint anyway.
+        with torch.device("meta"):
+            self.token_embedding = nn.Embedding(config.vocab_size, d)
+            if parts.learned_positions:
+                self.position_embedding = nn.Embedding(config.positions, d)
+            self.blocks = nn.ModuleList(Block(config, layer) for layer in range(config.layers))
+            self.final_norm = norm(parts.norm, d)
+            if not parts.tied_head:
+                self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
+
+    def forward(
+        self, tokens: torch.Tensor, masks: StepMasks | None = None, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        """Logits (B, T, vocab_size) in float32 for tokens (B, T) that follow the positions
+        `cache` holds (extending it); `masks` drop only in training."""
+        start = self.check_length(tokens, cache)
+        T = tokens.size(1)
+        masks = masks if self.training else None
+        parts = self.config.parts
+        x = self.token_embedding(tokens)  # (B, T, d_model)
+        if parts.learned_positions:
+            positions = torch.arange(start, start + T, device=tokens.device)  # (T,)
+            x = x + self.position_embedding(positions)
+        x = dropped(x, masks, 0, Site.EMBEDDING, self.config.dropout)
+        angles = None
+        if parts.attention.rotary_theta is not None:
+            width = self.config.head_width
+            cos, sin = rotary_angles(parts.attention.rotary_theta, width, start + T, tokens.device)
+            angles = (cos[start:], sin[start:])  # (T, head_width) each
+        for block in self.blocks:
+            x = block(x, angles, masks, cache)
+        if cache is not None:
+            cache.length += T
+        head = self.token_embedding.weight if parts.tied_head else self.lm_head.weight
+        return F.linear(self.final_norm(x), head).float()  # (B, T, vocab_size)
+
+    def check_length(self, tokens: torch.Tensor, cache: KVCache | None) -> int:
+        """Refuse more tokens (B, T), after those the cache holds, than the model's positions;
+        return the position of the first."""
+        start = 0 if cache is None else cache.length
+        if start + tokens.size(1) > self.config.positions:
+            raise ValueError(
+                f"{start + tokens.size(1)} tokens exceed the model's {self.config.positions} "
+                "positions"
+            )
+        return start
+
+
+def build_decoder(
+    config: ModelConfig,
+    weights: dict[str, torch.Tensor],
+    device: str | torch.device = "cpu",
+    source: str = "the weights",
+) -> Decoder:
+    """The decoder of `config` holding copies of `weights` on `device`, after `check_weights` has
+    accepted them; `source` names where they were read from."""
+    check_weights(config, weights, source)
+    model = Decoder(config)
+    copies = {name: w.detach().to(device, torch.float32, copy=True) for name, w in weights.items()}
+    model.load_state_dict(copies, strict=True, assign=True)
+    return model

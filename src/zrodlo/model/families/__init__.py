@@ -1,0 +1,39 @@
+"""Decoder families, one module each on the base in `base.py`, and their registry: the
+configuration, the network, export and import, the params of the pipeline and `--help` read the
+families from here and name none of them.
+
+    gpt    GPT-2's decoder (gpt.py): the family of a config.json that names none
+    llama  RMSNorm, rotary positions, SwiGLU, grouped-query attention (llama.py)
+
+A new family is a module with a class on `Family` and its line in `FAMILIES`.
+"""
+
+from __future__ import annotations
+
+from zrodlo.model.families.base import Family, settings_fields
+from zrodlo.model.families.gpt import GPT
+from zrodlo.model.families.llama import Llama
+
+FAMILIES: dict[str, Family] = {family.name: family for family in (GPT(), Llama())}
+# The family of a config.json that names none: the one releases up to 0.1.0 wrote.
+DEFAULT = "gpt"
+
+
+def listed(names: list[str] | None = None) -> str:
+    """The families' names as a sentence lists them: "gpt or llama"."""
+    names = list(FAMILIES) if names is None else names
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+def families_with(setting: str) -> list[str]:
+    """The names of the families that have `setting`."""
+    return [
+        name
+        for name, family in FAMILIES.items()
+        if setting in {field.name for field in settings_fields(family)}
+    ]
+
+
+def by_model_type(model_type: object) -> Family | None:
+    """The family transformers names `model_type`, or None."""
+    return next((f for f in FAMILIES.values() if f.model_type == model_type), None)

@@ -1,0 +1,148 @@
+"""GPT-2's decoder (`--architecture gpt`, the family of a config.json that names none).
+
+Token and learned position embeddings, pre-LayerNorm blocks of causal multi-head self-attention
+and an exact (erf) GELU MLP, biases throughout, a final LayerNorm (epsilon 1e-5) and an LM head of
+its own (untied).
+
+In transformers it is a GPT2LMHeadModel with Zrodlo's sizes. GPT-2 keeps its projections in Conv1D
+layers, whose weight is (in, out): the transpose of an nn.Linear's. A GPT-2 imported with its head
+tied to the token embedding (transformers' default) gets a head of its own holding the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from zrodlo.model.families.base import Family, fixed, tied
+from zrodlo.model.parts import Attention, FeedForward, Norm, Parts
+from zrodlo.storage.refusal import Refusal
+
+if TYPE_CHECKING:
+    from zrodlo.model.config import ModelConfig
+
+NORM_EPS = 1e-5
+
+# Zrodlo's parameter name (after "blocks.<i>.") -> GPT-2's (after "transformer.h.<i>."), and
+# whether the weight is a Conv1D's, stored transposed.
+_BLOCK_NAMES = {
+    "attention_norm.weight": ("ln_1.weight", False),
+    "attention_norm.bias": ("ln_1.bias", False),
+    "attention.qkv.weight": ("attn.c_attn.weight", True),
+    "attention.qkv.bias": ("attn.c_attn.bias", False),
+    "attention.out.weight": ("attn.c_proj.weight", True),
+    "attention.out.bias": ("attn.c_proj.bias", False),
+    "mlp_norm.weight": ("ln_2.weight", False),
+    "mlp_norm.bias": ("ln_2.bias", False),
+    "mlp.up.weight": ("mlp.c_fc.weight", True),
+    "mlp.up.bias": ("mlp.c_fc.bias", False),
+    "mlp.down.weight": ("mlp.c_proj.weight", True),
+    "mlp.down.bias": ("mlp.c_proj.bias", False),
+}
+_MODEL_NAMES = {
+    "token_embedding.weight": "transformer.wte.weight",
+    "position_embedding.weight": "transformer.wpe.weight",
+    "final_norm.weight": "transformer.ln_f.weight",
+    "final_norm.bias": "transformer.ln_f.bias",
+    "lm_head.weight": "lm_head.weight",
+}
+# Settings that must have the value Zrodlo computes with: each one's default in transformers
+# (what the model computes when config.json leaves it out) and Zrodlo's value.
+_FIXED = {
+    "activation_function": ("gelu_new", "gelu"),
+    "layer_norm_epsilon": (1e-5, NORM_EPS),
+    "scale_attn_weights": (True, True),
+    "scale_attn_by_inverse_layer_idx": (False, False),
+    "add_cross_attention": (False, False),
+}
+
+
+@dataclass(frozen=True)
+class GPTSettings:
+    """GPT-2's decoder has no settings beside the shape every decoder has."""
+
+
+class GPT(Family):
+    name = "gpt"
+    summary = "GPT-2's decoder (learned positions, LayerNorm, GELU)."
+    Settings = GPTSettings
+    model_type = "gpt2"
+    transformers_class = "GPT2LMHeadModel"
+    transformers_fields: ClassVar[dict[str, str]] = {
+        "positions": "n_positions", "d_model": "n_embd", "layers": "n_layer", "heads": "n_head",
+        "d_ff": "n_inner", "dropout": "resid_pdrop", "attention_dropout": "attn_pdrop",
+    }  # fmt: skip
+
+    def check(self, config: ModelConfig, name: Any) -> None:
+        """GPT-2's decoder has no settings of its own to refuse."""
+        return
+
+    def parts(self, config: ModelConfig) -> Parts:
+        return Parts(
+            norm=Norm("layer", NORM_EPS),
+            attention=Attention(
+                kv_heads=config.heads, qkv_bias=True, out_bias=True, rotary_theta=None
+            ),
+            feed_forward=FeedForward(gated=False, activation="gelu", bias=True),
+            learned_positions=True,
+            tied_head=False,
+        )
+
+    def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:
+        return {
+            "architectures": [self.transformers_class],
+            "model_type": self.model_type,
+            "vocab_size": config.vocab_size,
+            "n_positions": config.positions,
+            "n_embd": config.d_model,
+            "n_layer": config.layers,
+            "n_head": config.heads,
+            "n_inner": config.d_ff,
+            "activation_function": "gelu",  # torch's exact GELU, as the model computes it
+            "layer_norm_epsilon": NORM_EPS,
+            "embd_pdrop": config.dropout,
+            "resid_pdrop": config.dropout,
+            "attn_pdrop": config.attention_dropout,
+            "scale_attn_weights": True,
+            "scale_attn_by_inverse_layer_idx": False,
+            "reorder_and_upcast_attn": False,
+            "tie_word_embeddings": False,
+            "bos_token_id": bos,
+            "eos_token_id": eos,
+            "pad_token_id": eos,
+            "dtype": "float32",
+        }
+
+    def from_transformers(self, stated: dict[str, Any], file: Path) -> dict[str, Any]:
+        fixed(stated, _FIXED, file)
+        tied(stated, file, True)  # read again for the weights; refused here, naming config.json
+        embedding, residual = stated.get("embd_pdrop", 0.1), stated.get("resid_pdrop", 0.1)
+        if embedding != residual:
+            raise Refusal(
+                f"{file} sets embd_pdrop {embedding} and resid_pdrop {residual} (0.1 where it sets "
+                "none); Zrodlo's GPT drops both at one rate"
+            )
+        d_model = stated["n_embd"]
+        return {
+            "vocab_size": stated["vocab_size"], "positions": stated["n_positions"],
+            "d_model": d_model, "layers": stated["n_layer"], "heads": stated["n_head"],
+            "d_ff": stated.get("n_inner") or 4 * d_model, "dropout": residual,
+            "attention_dropout": stated.get("attn_pdrop", 0.1),
+        }  # fmt: skip
+
+    outer_names = _MODEL_NAMES
+    block_prefix = "transformer.h.{}."
+
+    def block_names(
+        self, config: ModelConfig, name: str, shape: tuple[int, ...]
+    ) -> tuple[list[tuple[str, int]], bool]:
+        target, transposed = _BLOCK_NAMES[name]
+        return [(target, shape[-1] if transposed else shape[0])], transposed
+
+    def transformers_weights_read(self, stated: dict[str, Any], theirs: dict) -> dict:
+        if not stated.get("tie_word_embeddings", True):  # a bool: `from_transformers` checked it
+            return theirs
+        # transformers ties GPT-2's head to the token embedding unless told not to, whatever the
+        # file holds under lm_head.weight; Zrodlo's GPT gets a head holding the same numbers.
+        return {**theirs, "lm_head.weight": theirs.get("transformer.wte.weight")}

@@ -1,0 +1,142 @@
+"""The parts a decoder is built from, as its family states them (`zrodlo.model.families`): the norm,
+how attention projects and where positions enter, the feed-forward branch, and whether the head
+reads the token embedding. The network (`zrodlo.model.decoder`) is built from these, and so, here,
+are the names and shapes of its parameters, their count and what a step keeps in memory, from the
+configuration alone: building the modules, even on the meta device, costs milliseconds that every
+checked read of a model would pay (a test holds the two equal).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the configuration states its parts: only its fields are read here
+    from zrodlo.model.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class Norm:
+    """ "layer": LayerNorm, a scale and a bias; "rms": RMSNorm, a scale alone."""
+
+    kind: str
+    eps: float
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Causal self-attention: `kv_heads` key and value heads shared by the query heads, biases on
+    the fused query, key and value projection and on the output's, and rotary positions turning
+    each head's halves by `rotary_theta`'s angles, or none."""
+
+    kv_heads: int
+    qkv_bias: bool
+    out_bias: bool
+    rotary_theta: float | None
+
+
+@dataclass(frozen=True)
+class FeedForward:
+    """The position-wise branch: down(act(up x)), or when `gated` down(act(gate x) * up x) with
+    gate and up in one projection; `activation` is "gelu" (exact) or "silu"."""
+
+    gated: bool
+    activation: str
+    bias: bool
+
+
+@dataclass(frozen=True)
+class Parts:
+    """A decoder: token embeddings, a table of positions added to them where `learned_positions`,
+    pre-norm blocks of attention and feed-forward, a final norm and an LM head, its own or the
+    token embedding's (`tied_head`)."""
+
+    norm: Norm
+    attention: Attention
+    feed_forward: FeedForward
+    learned_positions: bool
+    tied_head: bool
+
+
+def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Each parameter of one block, by its name after "blocks.<i>.", in the order it registers."""
+    parts, d, ff = config.parts, config.d_model, config.d_ff
+    projected = d + 2 * parts.attention.kv_heads * config.head_width  # queries, keys, values
+    up_rows = 2 * ff if parts.feed_forward.gated else ff
+    up = "mlp.gate_up" if parts.feed_forward.gated else "mlp.up"
+    return {
+        **_norm("attention_norm", parts.norm, d),
+        **_linear("attention.qkv", projected, d, parts.attention.qkv_bias),
+        **_linear("attention.out", d, d, parts.attention.out_bias),
+        **_norm("mlp_norm", parts.norm, d),
+        **_linear(up, up_rows, d, parts.feed_forward.bias),
+        **_linear("mlp.down", d, ff, parts.feed_forward.bias),
+    }
+
+
+def outer_shapes(config: ModelConfig) -> tuple[dict, dict]:
+    """The parameters before the blocks (the embeddings) and after them (the final norm and the
+    head), by name, each in the order it registers."""
+    parts, d, vocab = config.parts, config.d_model, config.vocab_size
+    before = {"token_embedding.weight": (vocab, d)}
+    if parts.learned_positions:
+        before["position_embedding.weight"] = (config.positions, d)
+    after = _norm("final_norm", parts.norm, d)
+    if not parts.tied_head:
+        after["lm_head.weight"] = (vocab, d)
+    return before, after
+
+
+def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every parameter's name and shape, in the order the model registers them."""
+    before, after = outer_shapes(config)
+    block = block_shapes(config)
+    shapes = dict(before)
+    for layer in range(config.layers):
+        shapes |= {f"blocks.{layer}.{name}": shape for name, shape in block.items()}
+    return shapes | after
+
+
+def parameter_count(config: ModelConfig) -> int:
+    """How many numbers the model's parameters hold, counted without a name per layer, so it is
+    cheap for a configuration too large to build."""
+    before, after = outer_shapes(config)
+    outer = sum(math.prod(shape) for shape in (*before.values(), *after.values()))
+    return outer + config.layers * sum(math.prod(shape) for shape in block_shapes(config).values())
+
+
+def training_state_bytes(config: ModelConfig) -> int:
+    """Bytes of the four float32 numbers training holds a parameter: the weight, its gradient and
+    AdamW's two moments."""
+    return parameter_count(config) * 4 * 4
+
+
+def step_activation_bytes(config: ModelConfig, windows: int, context: int, precision: str) -> int:
+    """A lower bound on the bytes one forward pass of `windows` windows at `context` keeps for its
+    backward pass: what it needs at the least, so a pass this bound does not fit cannot run.
+
+    Each of the context-1 positions of a window keeps, in every block, the normed input of its two
+    branches, the query, key and value, the attention's output (6 d_model numbers) and the
+    feed-forward's hidden layer before and after its activation (2 d_ff; a gated one's gate, up
+    and their product, 3), and the attention probabilities of every head (heads x positions) when
+    they are masked by dropout; then the last norm's output and two copies of the logits, the
+    logits and their log-softmax. Under bf16 no number takes under 2 bytes.
+    """
+    positions = context - 1
+    hidden = 3 if config.parts.feed_forward.gated else 2
+    per_block = 6 * config.d_model + hidden * config.d_ff
+    if config.attention_dropout > 0:
+        per_block += config.heads * positions
+    per_position = config.layers * per_block + config.d_model + 2 * config.vocab_size
+    return windows * positions * per_position * (4 if precision == "f32" else 2)
+
+
+def _norm(name: str, norm: Norm, width: int) -> dict[str, tuple[int, ...]]:
+    scale = {f"{name}.weight": (width,)}
+    return scale | {f"{name}.bias": (width,)} if norm.kind == "layer" else scale
+
+
+def _linear(name: str, rows: int, columns: int, bias: bool) -> dict[str, tuple[int, ...]]:
+    weight = {f"{name}.weight": (rows, columns)}
+    return weight | {f"{name}.bias": (rows,)} if bias else weight

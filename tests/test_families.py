@@ -1,0 +1,103 @@
+"""Every registered decoder family through the same matrix, in this process with the library's own
+functions: a model initialised, trained with dropout on, resumed from a checkpoint to the same
+bytes, exported to transformers with the same logits, and imported back to the same weights and
+logits. A new family's module, with its line in the registry, is covered here as it is added.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from zrodlo import api
+from zrodlo.model.decoder import build_decoder
+from zrodlo.model.families import FAMILIES
+from zrodlo.training.checkpoint import read_model
+
+transformers = pytest.importorskip("transformers")  # the hf extra, which the test extra includes
+
+TEXTS = {
+    f"doc-{i}": text
+    for i, text in enumerate(
+        [
+            "the quick brown fox jumps over the lazy dog",
+            "pack my box with five dozen liquor jugs",
+            "how vexingly quick daft zebras jump",
+            "sphinx of black quartz, judge my vow",
+            "the five boxing wizards jump quickly",
+        ]
+    )
+}
+SHAPE = {"layers": 2, "heads": 4, "d_model": 16, "d_ff": 32, "positions": 16}
+PLAN = {
+    "context": 9, "batch_size": 4, "micro_batch_size": 2, "learning_rate": 0.01, "beta1": 0.9,
+    "beta2": 0.99, "epsilon": 1e-8, "weight_decay": 0.1, "decay_scope": "matrices", "seed": 3,
+    "precision": "f32", "shuffle": True, "warmup_steps": 1, "clip_norm": 1.0,
+}  # fmt: skip
+PROBE = torch.tensor([[0, 40, 41, 42, 77, 90, 12, 1], [0, 100, 120, 5, 6, 7, 8, 9]])  # (2, 8)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A byte-level BPE of 300 tokens fitted on TEXTS, and TEXTS prepared with it."""
+    root = tmp_path_factory.mktemp("families")
+    lines = [json.dumps({"id": key, "text": text}) for key, text in TEXTS.items()]
+    (root / "documents.jsonl").write_text("\n".join(lines) + "\n")
+    api.fit_tokenizer(root / "documents.jsonl", root / "tokenizer", kind="bpe", vocab_size=300)
+    api.prepare(root / "documents.jsonl", root / "tokenizer", root / "corpus")
+    return root
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def run(request, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model of the family, initialised with dropout on and trained 4 steps, a checkpoint at
+    every second step."""
+    root = tmp_path_factory.mktemp(request.param)
+    model = root / "model"
+    api.init(data / "tokenizer", model, seed=5, architecture=request.param, dropout=0.1,
+             attention_dropout=0.1, **SHAPE)  # fmt: skip
+    api.train(model, data / "corpus", root / "run", steps=4, checkpoint_every=2, device="cpu",
+              **PLAN)  # fmt: skip
+    return root / "run"
+
+
+def logits(checkpoint: Path) -> torch.Tensor:
+    loaded = read_model(checkpoint)
+    return build_decoder(loaded.config, loaded.weights).eval()(PROBE).detach()  # (2, 8, V)
+
+
+def test_the_model_directory_states_its_family(run):
+    stated = json.loads((run / "step-4" / "config.json").read_text())
+    assert stated.get("architecture", "gpt") == read_model(run / "step-4").config.architecture
+
+
+def test_a_resumed_run_writes_the_uninterrupted_runs_bytes(run, data):
+    resumed = run.parent / "resumed"
+    api.resume(run / "step-2", data / "corpus", resumed, steps=4, device="cpu")
+    for name in ("model.safetensors", "optimizer.safetensors"):
+        assert (resumed / "step-4" / name).read_bytes() == (run / "step-4" / name).read_bytes()
+
+
+def test_transformers_computes_the_exported_models_logits(run):
+    exported = run.parent / "exported"
+    api.export(run / "step-4", exported)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(exported, local_files_only=True)
+    family = read_model(run / "step-4").config.family
+    assert type(theirs).__name__ == family.transformers_class
+    with torch.no_grad():
+        computed = theirs.eval()(PROBE).logits
+    torch.testing.assert_close(computed, logits(run / "step-4"), rtol=0, atol=1e-5)
+
+
+def test_an_imported_export_holds_the_same_weights_and_logits(run):
+    exported, imported = run.parent / "exported-again", run.parent / "imported"
+    api.export(run / "step-4", exported)
+    api.import_model(exported, imported)
+    ours, back = read_model(run / "step-4"), read_model(imported)
+    assert back.config.architecture == ours.config.architecture
+    assert sorted(back.weights) == sorted(ours.weights)
+    assert all(torch.equal(back.weights[name], ours.weights[name]) for name in ours.weights)
+    assert torch.equal(logits(imported), logits(run / "step-4"))
