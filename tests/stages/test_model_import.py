@@ -148,6 +148,12 @@ EXACT = "so the model cannot be imported exactly"
          "heads"),
         ("llama", (), {"tie_word_embeddings": "yes"},
          "sets tie_word_embeddings to 'yes'; it is true or false"),
+        ("gpt2", (), {"model_type": ["gpt2"]},
+         "states model_type ['gpt2']; Zrodlo imports gpt2 and llama causal LMs only"),
+        # A width that is no number is refused as one, not multiplied into GPT-2's inner width.
+        ("gpt2", (), {"n_embd": {"width": 32}},
+         "states a model Zrodlo cannot build: n_embd is {'width': 32}; it must be a whole number "
+         "of one or more"),
         ("gpt2", (), {"embd_pdrop": 0.0},
          "sets embd_pdrop 0.0 and resid_pdrop 0.1 (0.1 where it sets none); Zrodlo's GPT drops "
          "both at one rate"),
@@ -172,7 +178,8 @@ def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo):
     from safetensors.torch import load_file, save_file
 
     source = saved(tmp_path, "gpt2")
-    weights = load_file(source / "model.safetensors")
+    # Copied: load_file's tensors view the file mapped, which save_file writes over.
+    weights = {name: t.clone() for name, t in load_file(source / "model.safetensors").items()}
     head = torch.randn_like(weights["transformer.wte.weight"])
     save_file({**weights, "lm_head.weight": head}, source / "model.safetensors")
     for tie, expected in ((True, weights["transformer.wte.weight"]), (False, head)):

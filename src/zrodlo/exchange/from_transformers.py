@@ -5,8 +5,8 @@ its digests, so that `model train` continues from it (fine-tuning).
 config.json is read by the family its model_type names (`zrodlo.model.families`), as transformers
 reads it, a field it leaves out taking transformers' default; only what Zrodlo computes exactly
 is taken, and any other setting is refused naming its field. The weights are read as float32,
-exactly. The tokenizer goes through `zrodlo tokenizer import`, BOS and EOS named by the
-directory's tokenizer_config.json.
+exactly, once their file's header agrees with config.json (`transformers_weights`). The tokenizer
+goes through `zrodlo tokenizer import`, BOS and EOS named by the directory's tokenizer_config.json.
 """
 
 from __future__ import annotations
@@ -14,15 +14,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file
-
 from zrodlo.data.tokenizer.imported import imported
+from zrodlo.exchange.transformers_weights import read_weights
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import write_model
 from zrodlo.model.families import FAMILIES, by_model_type
-from zrodlo.model.weights import check_weights
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import read_input
 from zrodlo.storage.outputs import check_new_directory, new_directory
@@ -60,26 +56,6 @@ def read_config(source: Path) -> tuple[ModelConfig, dict]:
     return config, stated
 
 
-def zrodlo_weights(
-    config: ModelConfig, stated: dict, theirs: dict[str, torch.Tensor], file: Path
-) -> dict[str, torch.Tensor]:
-    """transformers' tensors under Zrodlo's names, as float32; refused naming a missing one."""
-    names = config.family.transformers_names(config)
-    theirs = config.family.transformers_weights_read(stated, theirs)
-    ours: dict[str, torch.Tensor] = {}
-    for name, (parts, transposed) in names.items():
-        missing = [part for part, _ in parts if theirs.get(part) is None]
-        if missing:
-            raise Refusal(
-                f"{file} has no tensor {missing[0]}, which a {stated['model_type']} needs"
-            )
-        tensors = [theirs[part].to(torch.float32) for part, _ in parts]
-        joined = torch.cat([t.t() if transposed else t for t in tensors])
-        ours[name] = joined.contiguous().clone()
-    check_weights(config, ours, str(file))
-    return ours
-
-
 def import_model(source: Path, output: Path) -> ModelConfig:
     """Write the transformers directory `source` as the new Zrodlo model directory `output`."""
     check_new_directory(output)
@@ -89,11 +65,7 @@ def import_model(source: Path, output: Path) -> ModelConfig:
         sharded = (source / f"{WEIGHTS}.index.json").is_file()
         reason = "its weights are sharded; save it as one file" if sharded else "a model needs it"
         raise Refusal(f"{source} holds no {WEIGHTS}; {reason}")
-    try:
-        theirs = load_file(file)
-    except (SafetensorError, OSError) as error:
-        raise Refusal(f"{file} does not load as safetensors: {error}") from None
-    weights = zrodlo_weights(config, stated, theirs, file)
+    weights = read_weights(config, stated, file, source / "config.json")
     tokenizer = imported(source / "tokenizer.json")
     if tokenizer.vocab_size > config.vocab_size:
         raise Refusal(

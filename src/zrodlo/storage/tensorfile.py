@@ -6,7 +6,8 @@ The bytes written are the ones `safetensors.torch.save` gives. Reading checks ev
 safetensors library checks before it trusts a file (the header's length, JSON, dtypes, shapes, and
 offsets that tile the data exactly), with a sentence of Zrodlo's own for each, but copies nothing:
 the sha256 is taken over the very bytes the tensors then view, so what is loaded is what was
-checked.
+checked. A header can be read and checked alone (`read_header`), none of its tensors' data read, to
+hold a file against what it should hold before its size is trusted.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import torch
 
@@ -149,19 +150,62 @@ def stated_size(path: Path) -> int | None:
     return 8 + length + max(ends, default=0)
 
 
+class Stored(NamedTuple):
+    """A tensor as a safetensors header states it: its dtype, its shape, and where its data lies,
+    in bytes from the start of the file's data."""
+
+    dtype: torch.dtype
+    shape: list[int]
+    begin: int
+    stop: int
+
+
+def read_header(path: Path) -> tuple[int, dict[str, Stored]]:
+    """Where a safetensors file's data begins and the tensors it holds, in the order of their data,
+    from its header alone, checked as `parse` checks them; none of their data is read, so a file
+    may be held against what it should hold before its size is trusted."""
+    with open_input(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        length = _header_length(path, handle.read(8), size)
+        text = handle.read(length)
+    if len(text) < length:  # the file shrank while it was read
+        _refuse(path, f"its header would be {length} bytes, and only {len(text)} follow")
+    return 8 + length, _layout(path, text, size - 8 - length)
+
+
 def parse(path: Path, data: memoryview) -> dict[str, torch.Tensor]:
     """The tensors of safetensors bytes, each a view of `data` (a copy only where a tensor's
     offset is not a multiple of its element size); a file that is no safetensors is refused with
     what is wrong with it."""
-    if len(data) < 8:
-        _refuse(path, f"it holds {len(data)} bytes, fewer than the 8 that state its header's size")
-    (length,) = struct.unpack("<Q", data[:8])
+    length = _header_length(path, data[:8], len(data))
+    stored = _layout(path, data[8 : 8 + length], len(data) - 8 - length)
+    body = torch.frombuffer(data, dtype=torch.uint8)[8 + length :]  # data holds 8 bytes or more
+    tensors = {}
+    for name, (dtype, shape, begin, stop) in stored.items():
+        raw = body[begin:stop]
+        if raw.storage_offset() % dtype.itemsize:  # a view starts on its element size
+            raw = raw.clone()
+        tensors[name] = raw.view(dtype).reshape(shape)
+    return tensors
+
+
+def _header_length(path: Path, first: bytes | memoryview, size: int) -> int:
+    """The header's length that a file of `size` bytes states in its `first` 8, checked."""
+    if size < 8:
+        _refuse(path, f"it holds {size} bytes, fewer than the 8 that state its header's size")
+    (length,) = struct.unpack("<Q", first)
     if length > HEADER_LIMIT:
         _refuse(path, f"its header would be {length} bytes, more than the {HEADER_LIMIT} allowed")
-    if 8 + length > len(data):
-        _refuse(path, f"its header would be {length} bytes, and only {len(data) - 8} follow")
+    if 8 + length > size:
+        _refuse(path, f"its header would be {length} bytes, and only {size - 8} follow")
+    return length
+
+
+def _layout(path: Path, text: bytes | memoryview, body: int) -> dict[str, Stored]:
+    """The tensors a header's `text` states, in the order of their data, checked to tile the
+    `body` bytes of data that follow it exactly."""
     try:
-        header = jsonfile.loads(data[8 : 8 + length])
+        header = jsonfile.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         _refuse(path, f"its header is not JSON: {error}")
     if not isinstance(header, dict):
@@ -171,9 +215,8 @@ def parse(path: Path, data: memoryview) -> dict[str, torch.Tensor]:
         isinstance(value, str) for value in metadata.values()
     ):
         _refuse(path, "its __metadata__ is not an object of strings")
-    body = torch.frombuffer(data, dtype=torch.uint8)[8 + length :]  # data holds 8 bytes or more
     spans = sorted(_span(path, name, entry) for name, entry in header.items())
-    tensors, end = {}, 0
+    stored, end = {}, 0
     for begin, stop, name, dtype, shape in spans:
         if begin != end:
             _refuse(
@@ -181,23 +224,19 @@ def parse(path: Path, data: memoryview) -> dict[str, torch.Tensor]:
                 f"the data of tensor {name!r} begins at byte {begin}, where the tensor before it "
                 f"ends at byte {end}; a tensor's data follows the one before it",
             )
-        if stop > len(body):
+        if stop > body:
             _refuse(
                 path,
                 f"the data of tensor {name!r} ends at byte {stop}, and the file holds "
-                f"{len(body)} bytes of data",
+                f"{body} bytes of data",
             )
-        raw = body[begin:stop]
-        if raw.storage_offset() % dtype.itemsize:  # a view starts on its element size
-            raw = raw.clone()
-        tensors[name] = raw.view(dtype).reshape(shape)
+        stored[name] = Stored(dtype, shape, begin, stop)
         end = stop
-    if end != len(body):
+    if end != body:
         _refuse(
-            path,
-            f"its tensors' data ends at byte {end}, and the file holds {len(body)} bytes of data",
+            path, f"its tensors' data ends at byte {end}, and the file holds {body} bytes of data"
         )
-    return tensors
+    return stored
 
 
 def _span(path: Path, name: str, entry: object) -> tuple[int, int, str, torch.dtype, list[int]]:

@@ -198,7 +198,20 @@ def test_a_changed_file_is_refused_exactly_when_safetensors_refuses_it(
     except Refusal as refusal:
         assert expected is None, str(refusal)
         assert str(refusal).startswith(f"{path} does not load as safetensors: ")
+        # The header alone is refused with the same sentence, its data unread.
+        with pytest.raises(Refusal) as header_refused:
+            tensorfile.read_header(path)
+        assert header_refused.value.sentence == refusal.sentence
     else:
         assert expected is not None
         assert sorted(parsed) == sorted(expected)
         assert all(same(parsed[name], expected[name]) for name in expected)
+        start, stored = tensorfile.read_header(path)
+        assert {name: (s.dtype, list(s.shape)) for name, s in stored.items()} == {
+            name: (t.dtype, list(t.shape)) for name, t in parsed.items()
+        }
+        assert all(
+            data[start + s.begin : start + s.stop]
+            == parsed[name].reshape(-1).view(torch.uint8).numpy().tobytes()
+            for name, s in stored.items()
+        )

@@ -86,8 +86,9 @@ class Family(ABC):
     transformers_fields: ClassVar[dict[str, str]] = {}
 
     def transformers_weights_read(self, stated: dict[str, Any], theirs: dict) -> dict:
-        """transformers' tensors as the family's names read them (a family whose head
-        transformers ties where Zrodlo's is its own gives the head here)."""
+        """transformers' tensors, or what a header states of them, by name as the family's names
+        read them (a family whose head transformers ties where Zrodlo's is its own gives the head
+        here); a name whose tensor is missing may map to None."""
         return theirs
 
 

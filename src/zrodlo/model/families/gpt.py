@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from zrodlo.model.families.base import Family, fixed, tied
+from zrodlo.model.families.base import Family, fixed, is_whole, tied
 from zrodlo.model.parts import Attention, FeedForward, Norm, Parts
 from zrodlo.storage.refusal import Refusal
 
@@ -127,7 +127,9 @@ class GPT(Family):
         return {
             "vocab_size": stated["vocab_size"], "positions": stated["n_positions"],
             "d_model": d_model, "layers": stated["n_layer"], "heads": stated["n_head"],
-            "d_ff": stated.get("n_inner") or 4 * d_model, "dropout": residual,
+            # A width that is no whole number is refused with the configuration, as n_embd.
+            "d_ff": stated.get("n_inner") or (4 * d_model if is_whole(d_model) else None),
+            "dropout": residual,
             "attention_dropout": stated.get("attn_pdrop", 0.1),
         }  # fmt: skip
 
