@@ -37,3 +37,14 @@ def reseal_corpus(corpus: Path, **changes: object) -> None:
     body = {key: value for key, value in manifest.items() if key != "manifest_sha256"}
     body.update(changes)
     manifest_file.write_text(json.dumps({**body, "manifest_sha256": json_sha256(body)}))
+
+
+def reseal_tokenizer(directory: Path, change: Callable[[dict], None]) -> None:
+    """Change the tokenizers library's file an imported tokenizer.json holds, and write it with its
+    digest recomputed, as if imported that way."""
+    file = directory / "tokenizer.json"
+    stored = json.loads(file.read_text(encoding="utf-8"))
+    change(stored["tokenizer"])
+    body = {key: stored[key] for key in ("kind", "special", "tokenizer")}
+    stored["digest"] = json_sha256(body)
+    file.write_text(json.dumps(stored, ensure_ascii=False), encoding="utf-8")

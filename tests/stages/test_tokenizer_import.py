@@ -1,6 +1,8 @@
 """`zrodlo tokenizer import` by the real command: a GPT-2-family file in, a corpus, a trained tiny
 model and its export out, whose transformers tokenizer gives the file's ids and whose loss is
-Zrodlo's; another kind of tokenizer refused with its sentence, writing nothing."""
+Zrodlo's; another kind of tokenizer, a split Zrodlo does not know (by `tokenizer import`, by
+`model import`, and stored and forged, by `corpus prepare`) and a file whose import its readers
+would refuse as too large, each refused with its sentence, writing nothing."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ from pathlib import Path
 
 import pytest
 from conftest import HELD_OUT_DOCUMENTS, TINY_MODEL, TRAINING_DOCUMENTS
-from library_tokenizers import gpt2_file, other_file
+from library_tokenizers import edited, gpt2_file, llama3_file, other_file
 from tokenizers import Tokenizer
 
+from forgery import reseal_tokenizer
 from oracles import transformers_loss
 from zrodlo.data.corpus import Corpus
+from zrodlo.storage.inputs import SMALL_FILE
 
 # In `make test`, not `make check`: a training run and transformers loading the exported directory.
 pytestmark = pytest.mark.slow
@@ -92,4 +96,69 @@ def test_a_wordpiece_file_is_refused_with_nothing_written(tmp_path, assert_refus
         "tokenizer", "import", "--from", source, "--output", tmp_path / "out",
         sentence=f"{source} holds a WordPiece tokenizer; Zrodlo imports byte-level BPE "
         "tokenizers (the GPT-2 family's tokenizer.json) only",
+    )  # fmt: skip
+
+
+SPLIT = (
+    "its pre-tokenizer's Split is not Llama 3's or Qwen2's as released (their pattern, Isolated, "
+    "not inverted), and Zrodlo runs no other: another pattern may drop text, or take hours on one "
+    "document"
+)
+
+
+def catastrophic(file: dict) -> None:
+    """A split whose pattern backtracks for ever on a long run of one letter."""
+    file["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {"Regex": "(a+)+$"}
+
+
+def test_a_stranger_split_is_refused_by_import_and_by_corpus_prepare(
+    tmp_path, run_zrodlo, write_documents, assert_refused
+):
+    (tmp_path / "hostile").mkdir()
+    source = edited(llama3_file(tmp_path / "hostile" / "tokenizer.json"), catastrophic)
+    assert_refused(
+        "tokenizer", "import", "--from", source, "--output", tmp_path / "out",
+        sentence=f"{source} cannot be imported: {SPLIT}",
+    )  # fmt: skip
+    # The same split in a tokenizer directory written by hand, its digest recomputed.
+    llama3_file(tmp_path / "tokenizer.json")
+    returncode, _, stderr = run_zrodlo(
+        "tokenizer", "import", "--from", "tokenizer.json", "--output", "forged", cwd=tmp_path
+    )
+    assert (returncode, stderr) == (0, ""), stderr
+    reseal_tokenizer(tmp_path / "forged", catastrophic)
+    write_documents(tmp_path / "docs.jsonl", {"a": "a" * 20 + "b"})
+    assert_refused(
+        "corpus", "prepare", "--documents", "docs.jsonl", "--tokenizer", "forged",
+        "--output", "corpus",
+        sentence=f"{Path('forged', 'tokenizer.json')} does not load as a tokenizer: {SPLIT}",
+    )  # fmt: skip
+
+
+def test_model_import_refuses_the_file_tokenizer_import_refuses(tmp_path, assert_refused):
+    source = tmp_path / "hf"
+    config = transformers.GPT2Config(
+        vocab_size=360, n_positions=16, n_embd=8, n_layer=1, n_head=2, activation_function="gelu"
+    )
+    transformers.GPT2LMHeadModel(config).save_pretrained(source)
+    llama3_file(source / "tokenizer.json")
+    edited(source / "tokenizer.json", catastrophic)
+    assert_refused(
+        "model", "import", "--from", source, "--output", tmp_path / "model",
+        sentence=f"{source / 'tokenizer.json'} cannot be imported: {SPLIT}",
+    )  # fmt: skip
+
+
+def test_a_file_whose_import_no_command_could_read_is_refused(tmp_path, assert_refused):
+    """A file within the size a reader takes, whose merges (repeated, which the library allows)
+    take five times the room once written indented in Zrodlo's tokenizer.json."""
+    data = json.loads(gpt2_file(tmp_path / "gpt2.json").read_text(encoding="utf-8"))
+    data["model"]["merges"] += data["model"]["merges"][:1] * 1_400_000
+    source = tmp_path / "tokenizer.json"
+    source.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+    assert source.stat().st_size < SMALL_FILE
+    assert_refused(
+        "tokenizer", "import", "--from", source, "--output", tmp_path / "out",
+        sentence=f"{source} cannot be imported: Zrodlo's tokenizer.json of it would hold more "
+        f"than the {SMALL_FILE} bytes a tokenizer file may hold, so no command could read it",
     )  # fmt: skip

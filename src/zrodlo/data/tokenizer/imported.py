@@ -4,9 +4,12 @@ SmolLM, ...), kept with its own ids and encoded by the library exactly as the fi
 Zrodlo's tokenizer.json of kind "imported-bpe" holds the file's JSON whole (less the padding and
 truncation settings, which belong to a call and would cut documents), the ids of the tokens that
 frame each document as BOS and EOS, and the digest of both. Only files whose every text encodes
-and decodes back are taken: a BPE model over the 256 byte symbols, a byte-level pre-tokenizer
-without an added prefix space, the byte-level decoder, no normalizer and no dropout. A text that
-holds the name of a special token is text: special tokens only frame documents.
+and decodes back are taken: a BPE model over the 256 byte symbols, one of the GPT-2 family's
+released pre-tokenizers (`library_pretokenizer.py`), the byte-level decoder, no normalizer and no
+dropout, added tokens that decode to their own text under the ids the library gives them
+(`library_tokens.py`). A text that holds the name of a special token is text: special tokens only
+frame documents, and no text encodes to one. A file whose import would be larger than a command
+reads as a tokenizer.json is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
+from zrodlo.data.tokenizer.base import FILE_NAME
 from zrodlo.data.tokenizer.bpe_training import byte_symbols
 from zrodlo.data.tokenizer.library_encoding import LibraryEncoding
 from zrodlo.data.tokenizer.library_file import (
@@ -28,7 +32,11 @@ from zrodlo.data.tokenizer.library_file import (
     read_library_file,
     special_ids,
 )
-from zrodlo.storage.outputs import new_directory
+from zrodlo.data.tokenizer.library_pretokenizer import is_gpt2_split
+from zrodlo.storage.digest import json_text
+from zrodlo.storage.inputs import SMALL_FILE
+from zrodlo.storage.outputs import check_new_directory, new_directory
+from zrodlo.storage.refusal import Refusal
 
 KIND = "imported-bpe"
 
@@ -57,12 +65,24 @@ class ImportedBPE(LibraryEncoding):
     @cached_property
     def splits_at_lines(self) -> bool:  # type: ignore[override]
         """Whether the pre-tokenizer is GPT-2's split alone, which a long text may be cut by."""
-        step = self.file["pre_tokenizer"]
-        return step["type"] == "ByteLevel" and step.get("use_regex", True)
+        return is_gpt2_split(self.file["pre_tokenizer"])
+
+    @cached_property
+    def kept_whole(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The texts of the non-special added tokens, which the library finds in a whole text
+        before it splits it: a long text is never cut inside one."""
+        return tuple(
+            added["content"]
+            for added in self.file.get("added_tokens") or []
+            if not added["special"]
+        )
 
     @cached_property
     def vocab_size(self) -> int:
-        return max(self.library.get_vocab(with_added_tokens=True).values()) + 1
+        """One past the largest id: the file's ids are the library's (`check_library_file`), so
+        this is known without building the library."""
+        added = [token["id"] for token in self.file.get("added_tokens") or []]
+        return max([*self.file["model"]["vocab"].values(), *added]) + 1
 
     @cached_property
     def text_sizes(self) -> np.ndarray:
@@ -81,6 +101,14 @@ class ImportedBPE(LibraryEncoding):
     def canonical(self) -> dict[str, Any]:
         """The content the digest is taken over."""
         return {"kind": self.kind, "special": self.special, "tokenizer": self.file}
+
+    @cached_property
+    def written(self) -> bytes:
+        """The bytes of the tokenizer.json `save` writes, made once: measured before writing."""
+        return json_text(self.document())
+
+    def save(self, directory: Path) -> None:
+        (directory / FILE_NAME).write_bytes(self.written)
 
     @property
     def special(self) -> dict[str, int]:
@@ -105,20 +133,28 @@ class ImportedBPE(LibraryEncoding):
 def imported(source: Path, bos: str | None = None, eos: str | None = None) -> ImportedBPE:
     """The `tokenizers` file `source` as Zrodlo's tokenizer, its ids as they are, documents framed
     by the special tokens `bos` and `eos` (`zrodlo.data.tokenizer.library_file` says how they
-    are found where not given)."""
+    are found where not given); refused where its tokenizer.json would be larger than the readers
+    of one take, which written indented may be five times the file's size."""
     file = read_library_file(source)
-    return ImportedBPE(
+    tokenizer = ImportedBPE(
         json.dumps(file, sort_keys=True),
         frame_id(source, file, "--bos", bos),
         frame_id(source, file, "--eos", eos),
     )
+    if len(tokenizer.written) > SMALL_FILE:
+        raise Refusal(
+            f"{source} cannot be imported: Zrodlo's tokenizer.json of it would hold more than the "
+            f"{SMALL_FILE} bytes a tokenizer file may hold, so no command could read it"
+        )
+    return tokenizer
 
 
 def import_tokenizer(
     source: Path, output: Path, bos: str | None = None, eos: str | None = None
 ) -> ImportedBPE:
     """Import the `tokenizers` file `source` into the new tokenizer directory `output`."""
+    check_new_directory(output)
+    tokenizer = imported(source, bos, eos)
     with new_directory(output) as partial:
-        tokenizer = imported(source, bos, eos)
         tokenizer.save(partial)
     return tokenizer

@@ -16,6 +16,8 @@ from tokenizers import Tokenizer
 
 from zrodlo.data.tokenizer.base import LARGEST_VOCABULARY
 from zrodlo.data.tokenizer.bpe_training import byte_symbols
+from zrodlo.data.tokenizer.library_pretokenizer import pre_tokenizer_problem
+from zrodlo.data.tokenizer.library_tokens import added_tokens_problem
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import read_input
 from zrodlo.storage.refusal import Refusal
@@ -23,15 +25,6 @@ from zrodlo.storage.refusal import Refusal
 CONFIG_FILE = "tokenizer_config.json"  # transformers' file beside tokenizer.json
 # The settings of an encoding call, not of the tokenizer: dropped on import.
 CALL_SETTINGS = ("padding", "truncation")
-
-
-def _steps(step: Any) -> list[dict]:
-    """A pre-tokenizer's steps: those of a Sequence, or the one."""
-    if not isinstance(step, dict):
-        return []
-    if step.get("type") == "Sequence":
-        return [s for s in step.get("pretokenizers") or [] if isinstance(s, dict)]
-    return [step]
 
 
 def _vocabulary_problem(model: dict) -> str | None:
@@ -58,6 +51,11 @@ def _vocabulary_problem(model: dict) -> str | None:
     for token in vocabulary:
         if not token or not set(token) <= known:
             return f"its token {token!r} is not written in byte symbols"
+    if max(vocabulary.values()) != len(vocabulary) - 1:
+        # Added tokens take the ids after the vocabulary's, which must then run from 0 unbroken.
+        held = set(vocabulary.values())
+        missing = next(index for index in range(len(vocabulary)) if index not in held)
+        return f"its vocabulary's ids are not 0 to {len(vocabulary) - 1}: no token has id {missing}"
     return None
 
 
@@ -68,12 +66,11 @@ def check_library_file(file: Any) -> str | None:
     model = file["model"]
     if model.get("type") != "BPE":
         return f"its model is {model.get('type')}, not a byte-level BPE"
-    steps = _steps(file.get("pre_tokenizer"))
-    if not any(step.get("type") == "ByteLevel" for step in steps):
-        return "its pre-tokenizer has no ByteLevel step, so its tokens are not bytes"
-    if any(step.get("type") == "ByteLevel" and step.get("add_prefix_space") for step in steps):
-        return "its pre-tokenizer adds a space before each text, which decoding would keep"
-    if (file.get("decoder") or {}).get("type") != "ByteLevel":
+    problem = pre_tokenizer_problem(file.get("pre_tokenizer"))
+    if problem is not None:
+        return problem
+    decoder = file.get("decoder")
+    if not isinstance(decoder, dict) or decoder.get("type") != "ByteLevel":
         return "its decoder is not ByteLevel, so its tokens would not decode to the text's bytes"
     if file.get("normalizer") is not None:
         kind = file["normalizer"].get("type") if isinstance(file["normalizer"], dict) else None
@@ -96,10 +93,10 @@ def check_library_file(file: Any) -> str | None:
     ):
         return "its added tokens are not a list of ids, contents and whether each is special"
     try:
-        Tokenizer.from_str(json.dumps(file))
+        library = Tokenizer.from_str(json.dumps(file))
     except Exception as error:  # the library's own sentence for what it cannot load
         return f"the tokenizers library does not load it: {error}"
-    return None
+    return added_tokens_problem(file, library)
 
 
 def special_ids(file: dict) -> set[int]:
