@@ -34,6 +34,7 @@ from zrodlo.storage.refusal import (
     Refusal,
     cause,
 )
+from zrodlo.training.place import speaks as this_process_speaks
 
 _QUIET_PROCESS_WAIT_S = 2.0
 
@@ -100,7 +101,7 @@ def main() -> None:
     never as a traceback. In a data-parallel run every process meets the same refusal, and only
     process 0 prints it; the others end with the same status and say nothing.
     """
-    speaks = os.environ.get("RANK", "0") == "0"
+    speaks = this_process_speaks()
     warnings.showwarning = _show_warning
     try:
         app()

@@ -27,6 +27,8 @@ import torch
 import torch.distributed as dist
 
 from zrodlo.storage.refusal import LostContact, Refusal
+from zrodlo.training.channel import tell
+from zrodlo.training.place import RENDEZVOUS, place
 from zrodlo.training.record import MAX_THREADS
 
 _CPU = torch.device("cpu")
@@ -118,16 +120,28 @@ class Ranks:
 
 
 def join(device: torch.device) -> Ranks:
-    """This process's ranks: alone, or, under a torch.distributed launcher (WORLD_SIZE and RANK in
-    the environment), one of its processes, joined over gloo on the CPU or nccl on CUDA."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world == 1:
+    """This process's ranks: alone, or one of a data-parallel run's processes, joined over gloo on
+    the CPU or nccl on CUDA. It tells the caller of --processes when it is joining and when it
+    has joined, so that the caller bounds the wait between the two."""
+    where = place()
+    if where is None or where[1] == 1:
         return Ranks(device=device)
+    rank, world = where
     backend = "nccl" if device.type == "cuda" else "gloo"
     if device.type == "cuda":
         torch.cuda.set_device(device)  # nccl talks from the current GPU
     if not dist.is_initialized():
-        dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT)
+        tell("joining")
+        rendezvous = os.environ.get(RENDEZVOUS)
+        if rendezvous is None:  # torchrun's: MASTER_ADDR and MASTER_PORT
+            dist.init_process_group(backend, timeout=COLLECTIVE_TIMEOUT)
+        else:
+            store = dist.FileStore(rendezvous, world)
+            store.set_timeout(COLLECTIVE_TIMEOUT)
+            dist.init_process_group(
+                backend, store=store, rank=rank, world_size=world, timeout=COLLECTIVE_TIMEOUT
+            )
+        tell("joined")
     return Ranks(dist.get_rank(), dist.get_world_size(), device)
 
 

@@ -20,8 +20,9 @@ from zrodlo.model.device import resolve_device
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_checkpoint, read_model
 from zrodlo.training.environment import EnvironmentWarning, match_environment
-from zrodlo.training.launch import launched, run_workers
+from zrodlo.training.launch import run_workers
 from zrodlo.training.loop import check_held_out, fresh_provenance, open_held_out, run_updates
+from zrodlo.training.place import launched
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.ranks import (
     check_processes,
@@ -73,7 +74,7 @@ def train(
     checked = RunPlan(**plan)
     checked.validate()
     check_threads(threads)
-    if processes != 1 and not launched():
+    if not launched() and processes != 1:  # launched() refuses a half-set launch first
         check_processes(processes)
         check_share(processes, checked.batch_size, checked.micro_batch)
         request = {
@@ -123,7 +124,7 @@ def resume(
     Returns the checkpoints written. A resume on another torch version, processor or GPU warns
     with an `EnvironmentWarning` and goes on, and one whose schedule ends after `steps` with a
     `ScheduleWarning`."""
-    if processes != 1 and not launched():
+    if not launched() and processes != 1:  # launched() refuses a half-set launch first
         check_processes(processes)
         request = {
             "command": "resume", "checkpoint": checkpoint, "corpus": corpus, "output": output,

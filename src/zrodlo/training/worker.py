@@ -1,23 +1,24 @@
 """The entry point of a data-parallel run's workers: `python -m zrodlo.training.worker REQUEST`,
 started by `zrodlo.training.launch` with a request in JSON (a command, train or resume, and its
-keywords). Each worker runs the library's `train` or `resume` as one process of the run; process
-0 reports its progress, warnings and refusal or result to the caller that started them.
+keywords). Each worker runs the library's `train` or `resume` as one process of the run, and says
+on its line to the caller (`zrodlo.training.channel`) that it started; process 0 also reports its
+progress, warnings and refusal or result.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 from zrodlo.storage.refusal import LOST_CONTACT_STATUS, LostContact, Refusal
-from zrodlo.training.launch import report_channel, send
+from zrodlo.training.channel import open_line, tell
 from zrodlo.training.records import StepRecord
 from zrodlo.training.runs import resume, train
 
@@ -34,47 +35,44 @@ def main(words: str) -> int:
     for name in PATHS:
         if request.get(name) is not None:
             request[name] = Path(request[name])
-    channel = report_channel()
+    reports = open_line() and os.environ.get("RANK") == "0"
+    tell("started")
     try:
-        if channel is None:
+        if not reports:
             command(**request)
             return 0
-        with _warnings_to(channel):
-            written = command(**request, progress=_progress_to(channel))
-        send(channel, "written", [str(path) for path in written])
+        with _warnings_told():
+            written = command(**request, progress=_progress_told)
+        tell("written", [str(path) for path in written])
         return 0
     except LostContact:
         return LOST_CONTACT_STATUS  # the caller names the process that failed first
     except Refusal as refusal:
-        if channel is not None:
-            send(channel, "refusal", refusal.sentence)
+        if reports:
+            tell("refusal", refusal.sentence)
         else:
             time.sleep(QUIET_PROCESS_WAIT_S)
         return 1
 
 
-def _progress_to(channel: Connection) -> Callable:
-    """A run's progress, step by step, sent to the caller."""
+@contextmanager
+def _progress_told(done: int, steps: int) -> Iterator[Callable[[StepRecord], None]]:
+    """A run's progress, step by step, told to the caller, which shows it."""
+    tell("start", done, steps)
 
-    @contextmanager
-    def progress(done: int, steps: int) -> Iterator[Callable[[StepRecord], None]]:
-        send(channel, "start", done, steps)
+    def step(record: StepRecord) -> None:
+        tell("step", asdict(record))
 
-        def step(record: StepRecord) -> None:
-            send(channel, "step", asdict(record))
-
-        step.scoring = lambda *batches: send(channel, "scoring", *batches)  # type: ignore[attr-defined]
-        yield step
-
-    return progress
+    step.scoring = lambda *batches: tell("scoring", *batches)  # type: ignore[attr-defined]
+    yield step
 
 
 @contextmanager
-def _warnings_to(channel: Connection) -> Iterator[None]:
-    """The run's warnings sent to the caller, which shows them, instead of shown here."""
+def _warnings_told() -> Iterator[None]:
+    """The run's warnings told to the caller, which shows them, instead of shown here."""
     shown = warnings.showwarning
-    warnings.showwarning = lambda message, category, *rest, **named: send(
-        channel, "warning", str(message), category.__name__
+    warnings.showwarning = lambda message, category, *rest, **named: tell(
+        "warning", str(message), category.__name__
     )
     try:
         yield

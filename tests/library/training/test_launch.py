@@ -1,0 +1,144 @@
+"""The caller of a data-parallel run (`zrodlo.training.launch`): its reports travel whole over the
+workers' pipes, and each wait for the workers has a bound that ends the run with one sentence
+naming the process that did not arrive, every process stopped."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.channel import LONGEST_MESSAGE, Messages, encoded
+from zrodlo.training.launch import Waits, run_workers
+from zrodlo.training.runs import quiet
+
+PLAN = dict(
+    steps=50, context=9, batch_size=4, micro_batch_size=2, learning_rate=0.01, beta1=0.9,
+    beta2=0.99, epsilon=1e-8, weight_decay=0.1, decay_scope="matrices", seed=11, precision="f32",
+)  # fmt: skip
+WHOLE = "every process of the run has stopped, and the checkpoints already written are whole"
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.lists(st.lists(json_values, min_size=1, max_size=4), max_size=6), st.integers(1, 7))
+def test_messages_arrive_whole_however_the_bytes_are_cut(messages, cut):
+    stream = b"".join(encoded(*message) for message in messages)
+    reader = Messages()
+    arrived = []
+    for start in range(0, len(stream), cut):
+        arrived += reader.feed(stream[start : start + cut])
+    assert arrived == [json.loads(json.dumps(message)) for message in messages]
+
+
+def test_a_length_no_report_has_is_not_read_as_one():
+    with pytest.raises(ValueError, match="a report of"):
+        Messages().feed((LONGEST_MESSAGE + 1).to_bytes(4, "big"))
+
+
+def request(dropout_model: Path, training_data, output: Path) -> dict:
+    return {
+        "command": "train", "model": dropout_model, "corpus": training_data.corpus,
+        "output": output, "device": "cpu", "ordinal": None, "threads": 1, "eval_corpus": None,
+        "timing": None, **PLAN,
+    }  # fmt: skip
+
+
+def workers() -> dict[int, int]:
+    """The pids of this process's workers, by rank."""
+    found = {}
+    me = os.getpid()
+    for child in Path(f"/proc/{me}/task/{me}/children").read_text().split():
+        try:
+            environment = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+        except FileNotFoundError:
+            continue
+        for entry in environment:
+            if entry.startswith(b"RANK="):
+                found[int(entry.removeprefix(b"RANK="))] = int(child)
+    return found
+
+
+def environment_of(pid: int) -> dict[str, str]:
+    entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(entry.decode().split("=", 1) for entry in entries if b"=" in entry)
+
+
+def meanwhile(action) -> threading.Thread:
+    thread = threading.Thread(target=action, daemon=True)
+    thread.start()
+    return thread
+
+
+def gone(pid: int) -> bool:
+    return not Path(f"/proc/{pid}").exists()
+
+
+@pytest.mark.slow
+def test_a_process_that_does_not_start_ends_the_run_in_its_bound(
+    dropout_model, training_data, tmp_path
+):
+    stopped = []
+
+    def stop_process_1_before_it_starts() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not stopped:
+            if 1 in (found := workers()):  # started a few milliseconds ago; torch takes seconds
+                os.kill(found[1], signal.SIGSTOP)
+                stopped.append(found[1])
+            time.sleep(0.002)
+
+    watcher = meanwhile(stop_process_1_before_it_starts)
+    began = time.monotonic()
+    with pytest.raises(Refusal) as refused:
+        run_workers(request(dropout_model, training_data, tmp_path / "run"), 2, 1, quiet,
+                    Waits(start=30, join=30))  # fmt: skip
+    watcher.join()
+    assert refused.value.sentence == f"process 1 of 2 did not start within 30 s; {WHOLE}"
+    assert 30 <= time.monotonic() - began < 60
+    assert stopped and gone(stopped[0])
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_a_rendezvous_that_does_not_complete_ends_the_run_in_its_bound(
+    dropout_model, training_data, tmp_path
+):
+    # The processes meet through a file store, which takes a lock on its file for every read and
+    # write: the store's file, locked before the processes come, holds both at the rendezvous.
+    held = []
+
+    def lock_the_store_first() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not held:
+            if 0 in (found := workers()):
+                store = Path(environment_of(found[0])["ZRODLO_RENDEZVOUS"])
+                file = store.open("a")
+                fcntl.flock(file, fcntl.LOCK_EX)
+                held.append(file)
+            time.sleep(0.002)
+
+    watcher = meanwhile(lock_the_store_first)
+    began = time.monotonic()
+    with pytest.raises(Refusal) as refused:
+        run_workers(request(dropout_model, training_data, tmp_path / "run"), 2, 1, quiet,
+                    Waits(start=60, join=10))  # fmt: skip
+    watcher.join()
+    held[0].close()
+    assert refused.value.sentence == f"process 0 of 2 did not join the others within 10 s; {WHOLE}"
+    assert time.monotonic() - began < 70
+    assert workers() == {}
+    assert not (tmp_path / "run").exists()
