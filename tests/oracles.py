@@ -3,6 +3,8 @@ of the package, since nothing but the tests needs them."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import torch
 
@@ -55,3 +57,42 @@ def transformers_loss(model, corpus_path, context: int) -> float:
         logits = model.eval()(inputs).logits  # (windows, C-1, vocab)
     summed = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
     return summed.item() / int((targets != -100).sum())
+
+
+def bpe_merges(counts: dict[str, int], symbols_wanted: int) -> list[tuple[str, str]]:
+    """Byte-level BPE by its definition, slowly: count every pair of neighbouring symbols in
+    every piece (weighted by the piece's count) before each merge, take the most frequent (a tie
+    to the pair whose left, then right, symbol's bytes come first), and rewrite each piece left
+    to right; stop when `symbols_wanted` distinct new symbols exist or no pair is left. Pieces
+    are written in GPT-2's byte stand-ins, one per byte."""
+    from zrodlo.data.tokenizer.bpe_training import byte_symbols
+
+    byte_of = {symbol: byte for byte, symbol in enumerate(byte_symbols())}
+
+    def spelled(symbol: str) -> bytes:
+        return bytes(byte_of[c] for c in symbol)
+
+    pieces = [(list(piece), weight) for piece, weight in counts.items()]
+    learned: list[tuple[str, str]] = []
+    made: set[str] = set()
+    while len(made) < symbols_wanted:
+        tally: dict[tuple[str, str], int] = {}
+        for symbols, weight in pieces:
+            for pair in itertools.pairwise(symbols):
+                tally[pair] = tally.get(pair, 0) + weight
+        if not tally:
+            break
+        best = min(tally, key=lambda p: (-tally[p], spelled(p[0]), spelled(p[1])))
+        learned.append(best)
+        made.add(best[0] + best[1])
+        for index, (symbols, weight) in enumerate(pieces):
+            rewritten, at = [], 0
+            while at < len(symbols):
+                if tuple(symbols[at : at + 2]) == best:
+                    rewritten.append(best[0] + best[1])
+                    at += 2
+                else:
+                    rewritten.append(symbols[at])
+                    at += 1
+            pieces[index] = (rewritten, weight)
+    return learned

@@ -4,16 +4,18 @@ a merge touches."""
 
 from __future__ import annotations
 
-import itertools
 import os
+import random
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracles import bpe_merges
 from zrodlo.data.tokenizer.bpe_training import byte_symbols, count_pieces, fit_merges
 
 
@@ -51,45 +53,48 @@ def test_fitting_stops_where_no_pair_is_left():
     assert fit_merges({"ab": 1}, 10) == [("a", "b")]
 
 
-def naive_merges(counts: dict[str, int], symbols_wanted: int) -> list[tuple[str, str]]:
-    """The definition, slowly: rescan every piece for every merge."""
-    stand_in = byte_symbols()
-    byte_of = {symbol: byte for byte, symbol in enumerate(stand_in)}
-    pieces = [([stand_in[byte_of[c]] for c in piece], n) for piece, n in counts.items()]
-    learned, made = [], set()
-    while len(made) < symbols_wanted:
-        pairs: dict[tuple[str, str], int] = {}
-        for symbols, n in pieces:
-            for pair in itertools.pairwise(symbols):
-                pairs[pair] = pairs.get(pair, 0) + n
-        if not pairs:
-            break
-        to_bytes = lambda s: bytes(byte_of[c] for c in s)  # noqa: E731
-        best = min(pairs, key=lambda p: (-pairs[p], to_bytes(p[0]), to_bytes(p[1])))
-        learned.append(best)
-        made.add(best[0] + best[1])
-        for index, (symbols, n) in enumerate(pieces):
-            out, at = [], 0
-            while at < len(symbols):
-                if at + 1 < len(symbols) and (symbols[at], symbols[at + 1]) == best:
-                    out.append(best[0] + best[1])
-                    at += 2
-                else:
-                    out.append(symbols[at])
-                    at += 1
-            pieces[index] = (out, n)
-    return learned
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(alphabet="abc \n", max_size=12), min_size=1, max_size=8))
 def test_the_incremental_trainer_learns_what_the_definition_does(texts):
     counts = count_pieces(texts)
-    assert fit_merges(counts, 30) == naive_merges(counts, 30)
+    assert fit_merges(counts, 30) == bpe_merges(counts, 30)
+
+
+STAND_INS = byte_symbols()
+# A piece as runs of one symbol each, so that overlapping pairs ("a a a a") and equal counts come
+# up often; the symbols include bytes of UTF-8 sequences, the space and the newline stand-ins.
+RUNS = st.lists(
+    st.tuples(st.sampled_from([97, 98, 99, 32, 10, 0xC3, 0xA9, 0xE6, 0x9D, 0xB1]), st.integers(1, 40)),
+    min_size=1, max_size=6,
+).map(lambda runs: "".join(STAND_INS[byte] * length for byte, length in runs))  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(RUNS, st.integers(1, 3), min_size=1, max_size=6), st.integers(1, 60))
+def test_long_runs_and_ties_merge_as_the_definition_does(counts, symbols_wanted):
+    """Runs where a pair overlaps itself merge left to right, as rewriting the piece would;
+    equal counts go to the pair whose bytes come first; a symbol spelled twice is made once."""
+    assert fit_merges(counts, symbols_wanted) == bpe_merges(counts, symbols_wanted)
+
+
+def test_a_long_piece_holds_memory_in_proportion_to_its_bytes():
+    """The bound the trainer states: at most 600 bytes per byte of the distinct pieces (with a
+    mebibyte of fixed costs), however many merges touch a piece. Rewriting the whole piece at
+    every merge and keeping every stale queue entry took over 5,000 bytes per byte here."""
+    letters = random.Random(0).choices("abcdefghijklmnopqrstuvwxyz", k=3000)
+    tracemalloc.start()
+    try:
+        merges = fit_merges({"".join(letters): 1}, 150)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(merges) == 150
+    assert peak <= 600 * len(letters) + (1 << 20), f"{peak / len(letters):.0f} bytes per byte"
 
 
 FIT = """
 import sys
+import tracemalloc
 from pathlib import Path
 from zrodlo.data.tokenizer.bpe_training import count_pieces, fit_merges
 texts = [open(sys.argv[1], encoding="utf-8").read()] * 3

@@ -15,10 +15,11 @@ held, so its cost follows the text it touches, not the whole corpus.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Iterable
 
 from tokenizers import pre_tokenizers
+
+from zrodlo.data.tokenizer.bpe_pairs import PairPlaces
 
 # GPT-2's split, as the tokenizers library applies it: runs of letters, runs of digits, runs of
 # other characters, each with the one space before it, English contractions, and runs of
@@ -51,63 +52,54 @@ def count_pieces(texts: Iterable[str]) -> dict[str, int]:
 
 
 def fit_merges(counts: dict[str, int], symbols_wanted: int) -> list[tuple[str, str]]:
-    """The merges learned from the piece counts until they have made `symbols_wanted` new
-    symbols, each a pair of symbols (strings of byte stand-ins) in the order learned; fewer where
-    no pair is left to merge. Two merges may spell the same bytes ("ab" "c" and "a" "bc"): they
-    make one symbol, which both then stand for."""
+    """The merges learned from the piece counts (each positive) until they have made
+    `symbols_wanted` new symbols, each a pair of symbols (strings of byte stand-ins) in the order
+    learned; fewer where no pair is left to merge. Two merges may spell the same bytes ("ab" "c"
+    and "a" "bc"): they make one symbol, which both then stand for."""
     stand_in = byte_symbols()
-    byte_of = {symbol: byte for byte, symbol in enumerate(stand_in)}
     symbols: list[str] = list(stand_in)  # symbol id -> its text
     raw: list[bytes] = [bytes([byte]) for byte in range(256)]  # symbol id -> its bytes
     id_of = {symbol: index for index, symbol in enumerate(symbols)}
-    pieces = [[byte_of[c] for c in piece] for piece in counts]  # (pieces, symbols of each)
-    weights = list(counts.values())
-    pair_count: dict[tuple[int, int], int] = {}
-    holders: dict[tuple[int, int], set[int]] = {}
-    for index, piece in enumerate(pieces):
-        for pair in itertools.pairwise(piece):
-            pair_count[pair] = pair_count.get(pair, 0) + weights[index]
-            holders.setdefault(pair, set()).add(index)
-    queue = [(-count, raw[a], raw[b], a, b) for (a, b), count in pair_count.items()]
-    heapq.heapify(queue)
+    # The stand-ins back to their bytes, all pieces at once.
+    to_bytes = str.maketrans({symbol: chr(byte) for byte, symbol in enumerate(stand_in)})
+    joined = "".join(counts).translate(to_bytes).encode("latin-1")
+    lengths = [len(piece) for piece in counts]
+    width = 257 + min(symbols_wanted, len(joined))  # no merge makes more symbols than bytes
+    pairs = PairPlaces(joined, lengths, list(counts.values()), width)
+    del joined
+    # Best first: the largest count, then the left symbol's bytes, then the right's. An entry
+    # whose count is no longer its pair's is stale and skipped. Pairs met once wait outside the
+    # queue while any pair is met twice or more: none of them can come first before then.
+    least = 2
+
+    def queued() -> list[tuple[int, bytes, bytes, int]]:
+        count = pairs.count.items()
+        entries = [(-n, raw[k // width], raw[k % width], k) for k, n in count if n >= least]
+        heapq.heapify(entries)
+        return entries
+
+    queue = queued()
     learned: list[tuple[str, str]] = []
-    while queue and len(symbols) - 256 < symbols_wanted:
-        negative, _, _, a, b = heapq.heappop(queue)
-        if pair_count.get((a, b), 0) != -negative or negative == 0:
-            continue  # an entry left from before the pair's count changed
+    while len(symbols) - 256 < symbols_wanted:
+        if not queue:
+            if least == 1 or not pairs.count:
+                break
+            least = 1
+            queue = queued()
+            continue
+        negative, _, _, key = heapq.heappop(queue)
+        if pairs.count.get(key) != -negative:
+            continue
+        a, b = divmod(key, width)
         learned.append((symbols[a], symbols[b]))
         text = symbols[a] + symbols[b]
         if text not in id_of:
             id_of[text] = len(symbols)
             symbols.append(text)
             raw.append(raw[a] + raw[b])
-        merged = id_of[text]
-        changed: set[tuple[int, int]] = set()
-        for index in sorted(holders.pop((a, b), ())):
-            piece, weight = pieces[index], weights[index]
-            for pair in itertools.pairwise(piece):
-                pair_count[pair] -= weight
-                changed.add(pair)
-            rewritten, at = [], 0
-            while at < len(piece):
-                if at + 1 < len(piece) and piece[at] == a and piece[at + 1] == b:
-                    rewritten.append(merged)
-                    at += 2
-                else:
-                    rewritten.append(piece[at])
-                    at += 1
-            pieces[index] = rewritten
-            for pair in itertools.pairwise(rewritten):
-                pair_count[pair] = pair_count.get(pair, 0) + weight
-                holders.setdefault(pair, set()).add(index)
-                changed.add(pair)
-        pair_count.pop((a, b), None)
-        changed.discard((a, b))
-        for pair in sorted(changed):
-            count = pair_count[pair]
-            if count > 0:
-                heapq.heappush(queue, (-count, raw[pair[0]], raw[pair[1]], *pair))
-            else:
-                pair_count.pop(pair)
-                holders.pop(pair, None)
+        for pair, count in pairs.merge(a, b, id_of[text]):
+            if count >= least:
+                heapq.heappush(queue, (-count, raw[pair // width], raw[pair % width], pair))
+        if len(queue) > 2 * len(pairs.count) + 1024:  # stale entries outnumber live ones
+            queue = queued()
     return learned
