@@ -37,6 +37,7 @@ TINY = {
         "decay": 0.5, "eval_every": 4, "checkpoint_every": 2, "threads": 1,
     },
     "resume": {"before_end": 2},  # with checkpoints every 2 steps, the older of the two kept
+    "evaluate": {"train_windows": 256},
     "report": {"sample_tokens": 20},
 }  # fmt: skip
 

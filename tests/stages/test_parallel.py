@@ -226,7 +226,7 @@ def test_a_refusal_of_process_0_is_printed_once_and_ends_every_process(
 def test_a_killed_process_ends_the_run_and_its_checkpoints_resume_exactly(
     train_args, training_data, dropout_model, resume_args, tmp_path
 ):
-    steps = 200
+    steps = 100  # still running when the kill lands, a few steps after step-5
     flags = {"--batch-size": 8, "--checkpoint-every": 1, "--keep-checkpoints": 3}
     straight = tmp_path / "straight"
     args = train_args(dropout_model, training_data.corpus, straight, steps, flags)

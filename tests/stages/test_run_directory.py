@@ -93,10 +93,10 @@ def test_a_second_writer_is_refused_naming_the_first_and_its_records_stay_its_ow
 ):
     corpus, run = training_data.corpus, tmp_path / "R"
     # Long enough that it is still writing when the second command has started up.
-    args = train_args(dropout_model, corpus, run, 100_000, {"--checkpoint-every": 100})
+    args = train_args(dropout_model, corpus, run, 100_000, {"--checkpoint-every": 20})
     first = start_zrodlo(*args, cwd=tmp_path, env=ONE_THREAD)
     try:
-        while not (run / "step-100").exists():
+        while not (run / "step-20").exists():
             assert first.poll() is None, first.communicate()
             time.sleep(0.01)
         sentence = (
@@ -123,7 +123,7 @@ def test_a_second_writer_is_refused_naming_the_first_and_its_records_stay_its_ow
     names = {p.name for p in run.iterdir()} - {"run.json", "steps.csv", "ledger.jsonl"}
     names -= {"timing.csv", "held_out.csv"}
     steps = sorted(int(n.removeprefix("step-")) for n in names if n.startswith("step-"))
-    assert steps and steps == list(range(100, 100 * len(steps) + 1, 100))
+    assert steps and steps == list(range(20, 20 * len(steps) + 1, 20))
     # The kill released the lock: the run continues from its newest checkpoint in place.
     newest = run / f"step-{steps[-1]}"
     continued = resume_args(newest, corpus, run, steps[-1] + 1)

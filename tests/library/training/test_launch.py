@@ -105,10 +105,10 @@ def test_a_process_that_does_not_start_ends_the_run_in_its_bound(
     began = time.monotonic()
     with pytest.raises(Refusal) as refused:
         run_workers(request(dropout_model, training_data, tmp_path / "run"), 2, 1, quiet,
-                    Waits(start=30, join=30))  # fmt: skip
+                    Waits(start=15, join=15))  # fmt: skip
     watcher.join()
-    assert refused.value.sentence == f"process 1 of 2 did not start within 30 s; {WHOLE}"
-    assert 30 <= time.monotonic() - began < 60
+    assert refused.value.sentence == f"process 1 of 2 did not start within 15 s; {WHOLE}"
+    assert 15 <= time.monotonic() - began < 45
     assert stopped and gone(stopped[0])
     assert not (tmp_path / "run").exists()
 
