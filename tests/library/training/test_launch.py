@@ -77,10 +77,22 @@ def environment_of(pid: int) -> dict[str, str]:
     return dict(entry.decode().split("=", 1) for entry in entries if b"=" in entry)
 
 
-def meanwhile(action) -> threading.Thread:
-    thread = threading.Thread(target=action, daemon=True)
+def on_sight_of(rank: int, action) -> tuple[threading.Thread, list]:
+    """Watch, on a thread, for this process's worker `rank`, and call `action(pid)` on it the
+    moment it appears (a few milliseconds after its start; importing torch takes seconds); the
+    list holds what `action` returned."""
+    done: list = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not done:
+            if rank in (found := workers()):
+                done.append(action(found[rank]))
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=watch, daemon=True)
     thread.start()
-    return thread
+    return thread, done
 
 
 def gone(pid: int) -> bool:
@@ -91,17 +103,11 @@ def gone(pid: int) -> bool:
 def test_a_process_that_does_not_start_ends_the_run_in_its_bound(
     dropout_model, training_data, tmp_path
 ):
-    stopped = []
+    def stop(pid: int) -> int:
+        os.kill(pid, signal.SIGSTOP)
+        return pid
 
-    def stop_process_1_before_it_starts() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not stopped:
-            if 1 in (found := workers()):  # started a few milliseconds ago; torch takes seconds
-                os.kill(found[1], signal.SIGSTOP)
-                stopped.append(found[1])
-            time.sleep(0.002)
-
-    watcher = meanwhile(stop_process_1_before_it_starts)
+    watcher, stopped = on_sight_of(1, stop)
     began = time.monotonic()
     with pytest.raises(Refusal) as refused:
         run_workers(request(dropout_model, training_data, tmp_path / "run"), 2, 1, quiet,
@@ -119,19 +125,13 @@ def test_a_rendezvous_that_does_not_complete_ends_the_run_in_its_bound(
 ):
     # The processes meet through a file store, which takes a lock on its file for every read and
     # write: the store's file, locked before the processes come, holds both at the rendezvous.
-    held = []
+    def lock_the_store(pid: int):
+        # Held open, and so locked, until the test closes it after the run.
+        file = Path(environment_of(pid)["ZRODLO_RENDEZVOUS"]).open("a")  # noqa: SIM115
+        fcntl.flock(file, fcntl.LOCK_EX)
+        return file
 
-    def lock_the_store_first() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not held:
-            if 0 in (found := workers()):
-                store = Path(environment_of(found[0])["ZRODLO_RENDEZVOUS"])
-                file = store.open("a")
-                fcntl.flock(file, fcntl.LOCK_EX)
-                held.append(file)
-            time.sleep(0.002)
-
-    watcher = meanwhile(lock_the_store_first)
+    watcher, held = on_sight_of(0, lock_the_store)
     began = time.monotonic()
     with pytest.raises(Refusal) as refused:
         run_workers(request(dropout_model, training_data, tmp_path / "run"), 2, 1, quiet,
