@@ -145,11 +145,12 @@ def _close_lifelines(workers: list[_Worker]) -> None:
 
 def _watch(workers: list[_Worker], reports: Reports, waits: Waits) -> None:
     """Read every report until every process has ended; raise the sentence of what ended the run
-    when it did not end well."""
+    when it did not end well. A process's pipe closes a moment before the process can be waited
+    for, so the watch goes on until each has been waited for, and its status read."""
     selector = selectors.DefaultSelector()
     for worker in workers:
         selector.register(worker.report, selectors.EVENT_READ, worker)
-    while selector.get_map():
+    while selector.get_map() or any(worker.ended is None for worker in workers):
         _read(selector, reports, timeout=0.1)
         now = time.monotonic()
         for worker in workers:

@@ -8,6 +8,8 @@ import fcntl
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.channel import LONGEST_MESSAGE, Messages, encoded
-from zrodlo.training.launch import Waits, run_workers
+from zrodlo.training.launch import Reports, Waits, _watch, _Worker, run_workers
 from zrodlo.training.runs import quiet
 
 PLAN = dict(
@@ -142,3 +144,20 @@ def test_a_rendezvous_that_does_not_complete_ends_the_run_in_its_bound(
     assert time.monotonic() - began < 70
     assert workers() == {}
     assert not (tmp_path / "run").exists()
+
+
+def test_a_process_that_fails_after_its_pipe_closed_still_ends_the_run_with_its_status():
+    # The pipe closes as a process ends, a moment before the process can be waited for; this one
+    # holds that moment open for half a second, then fails.
+    report_read, report_write = os.pipe()
+    lifeline_read, lifeline_write = os.pipe()
+    ends = f"import os, time; os.close({report_write}); time.sleep(0.5); raise SystemExit(3)"
+    process = subprocess.Popen([sys.executable, "-c", ends], pass_fds=(report_write,))
+    os.close(report_write)
+    os.close(lifeline_read)
+    worker = _Worker(0, 1, process, report_read, lifeline_write)
+    with pytest.raises(Refusal) as refused, Reports(quiet) as reports:
+        _watch([worker], reports, Waits())
+    os.close(lifeline_write)
+    assert refused.value.sentence == f"process 0 of 1 ended with exit status 3; {WHOLE}"
+    assert process.returncode == 3
