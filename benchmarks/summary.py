@@ -18,7 +18,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tables import QUOTIENT, TABLES, Row, Table
+from table_form import QUOTIENT, Row, Table
+from tables import TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "reports" / "bench"
@@ -38,6 +39,7 @@ SCRIPTS = {
     "presets": "presets.py",
     "evaluation": "evaluation.py",
     "bpe": "bpe.py",
+    "bpe_fit": "bpe_fit.py --before 34316b5",
     "tokenizers": "tokenizers_compared.py",
     "sampling": "sampling.py",
     "llama_step": "llama_step.py",

@@ -1,44 +1,9 @@
-"""The table benchmarks/README.md shows for each report in reports/bench/, declared as data.
-
-A path is keys and list indices joined by "/" (a negative index counts from the end), read within
-the entry the row's `each` matched, or from the report's top where it starts with "/"; the empty
-path is the entry itself. Words may hold `{path}` or `{path:unit}`, filled from the report, and
-`{*}` (or `{*1}`, `{*2}` ...) for the keys `each`'s wildcards matched: no figure is typed here.
-"""
+"""The table benchmarks/README.md shows for each report in reports/bench/, declared as data in
+the form benchmarks/table_form.py gives (paths into the report, words with its figures)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-# As the ratio of a row: Zrodlo's figure over the reference's, where the report records none.
-QUOTIENT = "zrodlo / reference"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of a table: a figure of Zrodlo's, the reference it is set against, their ratio."""
-
-    what: str  # the measurement in words
-    zrodlo: str | None = None  # path of Zrodlo's figure
-    unit: str = "number"  # how both figures are written: a key of summary.UNITS
-    against: str = ""  # the reference in words
-    reference: str | None = None  # path of the reference's figure
-    ratio: str | None = None  # path of the ratio the report records, or QUOTIENT
-    gloss: str = ""  # what the ratio is of: "0.94 of raw write speed", "4.03 times raw ..."
-    each: str = ""  # a path with `*` wildcards: one row for every entry it matches
-    leave_out: tuple[str, ...] = ()  # keys of entries `each` matches that get no row
-    null: str = ""  # what a null figure means; a null without it is refused
-
-
-@dataclass(frozen=True)
-class Table:
-    """A report's section: the part of the page it belongs to, a title, what it compares."""
-
-    part: str
-    title: str
-    about: str  # one or two sentences: what is measured against what
-    rows: tuple[Row, ...]
-
+from table_form import QUOTIENT, Row, Table
 
 # The fields rows of a training step against the plain PyTorch loop share.
 AGAINST_PLAIN = {
@@ -264,6 +229,14 @@ TABLES = {
             "prepare/library_encode_batch/median_s", "prepare/share_of_library/of_medians",
             "the library's speed"),
         Row("Peak memory preparing the Python source", "prepare/peak_rss_mib", "MiB"),
+    )),
+    "bpe_fit": Table("Tokenizers", "Fitting a BPE on hostile documents",
+        "Each document split and fitted in a process of its own, against the trainer before it "
+        "({/trainer_before}), which was stopped after {/timeout_seconds} s.", (
+        Row("Fitting {what}", "after/seconds", "s", "the trainer before", "before/seconds",
+            QUOTIENT, "its time", "cases/*"),
+        Row("Peak memory fitting {what}", "after/peak_rss_mib", "MiB", "the trainer before",
+            "before/peak_rss_mib", QUOTIENT, "its memory", "cases/*"),
     )),
     "tokenizers": Table("Tokenizers", "Characters against byte-level BPE",
         "The pipeline's model trained on the default data with characters and with BPEs, scored "

@@ -8,8 +8,14 @@ pairs goes to the pair whose bytes come first: the left symbol's bytes compared 
 right's, as byte strings. Nothing depends on the order of a hash table: pieces are kept in the order
 they were first seen, and the choice of a pair depends on counts and bytes alone.
 
-Each merge rewrites only the pieces that hold its pair and updates the counts of the pairs they
-held, so its cost follows the text it touches, not the whole corpus.
+Cost: each merge visits only the places where its pair occurs (`bpe_pairs.PairPlaces` keeps
+the distinct pieces as linked symbols and every pair's places), so fitting costs what the text it
+touches costs, with no piece rewritten whole. Memory is bounded by a multiple of the distinct
+pieces' bytes: 16 bytes a byte for the symbols and their links, at most 14 for the places (three a
+byte), at most some 560 for each pair present (its count, its places and up to two queue entries:
+stale entries are dropped by rebuilding the queue once they outnumber the live ones), pairs never
+outnumbering bytes, and some 60 a byte for the arrays a merge passes through: at most about 650
+bytes per byte, and 60 to 200 on the documents benchmarks/bpe_fit.py fits.
 """
 
 from __future__ import annotations
