@@ -39,7 +39,7 @@ def import_model(
         ...,
         "--from",
         help=f"A transformers directory of a causal LM of a family Zrodlo has ({CLASSES}): "
-        "config.json, model.safetensors and tokenizer.json (a byte-level BPE).",
+        "config.json, model.safetensors (or its shards) and tokenizer.json (a byte-level BPE).",
     ),
     output: Path = typer.Option(..., help="The model directory to write; must not exist."),
 ) -> None:

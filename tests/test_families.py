@@ -1,7 +1,8 @@
-"""Every registered decoder family through the same matrix, in this process with the library's own
-functions: a model initialised, trained with dropout on, resumed from a checkpoint to the same
-bytes, exported to transformers with the same logits, and imported back to the same weights and
-logits. A new family's module, with its line in the registry, is covered here as it is added.
+"""Every registered decoder family through the same matrix (at its defaults, and at the settings
+that change what it computes), in this process with the library's own functions: a model
+initialised, trained with dropout on, resumed from a checkpoint to the same bytes, exported to
+transformers with the same logits, and imported back to the same weights and logits. A new
+family's module, with its line in the registry, is covered here as it is added.
 """
 
 from __future__ import annotations
@@ -51,14 +52,26 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
+# Every family at its defaults, and at the settings that change what it computes.
+VARIANTS = {name: {"architecture": name} for name in FAMILIES} | {
+    "gpt-tied": {"architecture": "gpt", "activation": "gelu_new", "tie_embeddings": True},
+    "llama-scaled": {
+        "architecture": "llama", "head_dim": 6, "norm_eps": 1e-6, "kv_heads": 2,
+        "tie_embeddings": True, "rope_theta": 500000.0, "rope_scaling_factor": 8.0,
+        "rope_low_frequency_factor": 1.0, "rope_high_frequency_factor": 4.0,
+        "rope_original_positions": 8,
+    },
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
 def run(request, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model of the family, initialised with dropout on and trained 4 steps, a checkpoint at
+    """A model of the variant, initialised with dropout on and trained 4 steps, a checkpoint at
     every second step."""
-    root = tmp_path_factory.mktemp(request.param)
+    root = tmp_path_factory.mktemp(request.param, numbered=False)
     model = root / "model"
-    api.init(data / "tokenizer", model, seed=5, architecture=request.param, dropout=0.1,
-             attention_dropout=0.1, **SHAPE)  # fmt: skip
+    api.init(data / "tokenizer", model, seed=5, dropout=0.1, attention_dropout=0.1,
+             **SHAPE | VARIANTS[request.param])  # fmt: skip
     api.train(model, data / "corpus", root / "run", steps=4, checkpoint_every=2, device="cpu",
               **PLAN)  # fmt: skip
     return root / "run"
@@ -69,9 +82,13 @@ def logits(checkpoint: Path) -> torch.Tensor:
     return build_decoder(loaded.config, loaded.weights).eval()(PROBE).detach()  # (2, 8, V)
 
 
-def test_the_model_directory_states_its_family(run):
+def test_the_model_directory_states_its_family_and_settings(run):
     stated = json.loads((run / "step-4" / "config.json").read_text())
-    assert stated.get("architecture", "gpt") == read_model(run / "step-4").config.architecture
+    variant = VARIANTS[run.parent.name]
+    assert stated.get("architecture", "gpt") == variant["architecture"]
+    assert {key: stated[key] for key in variant if key != "architecture"} == {
+        key: value for key, value in variant.items() if key != "architecture"
+    }
 
 
 def test_a_resumed_run_writes_the_uninterrupted_runs_bytes(run, data):

@@ -103,7 +103,7 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
          "init.heads 4 does not divide init.d_model 130; each head takes an equal share of the "
          "model width"),
         ({"init": {"architecture": "gpt"}},
-         "init.kv_heads is for init.architecture llama; a gpt model has none"),
+         "init.kv_heads is for init.architecture llama or qwen2; a gpt model has none"),
         ({"train": {"warmup": 0.6, "decay": 0.5}},
          "train.warmup 0.6 and train.decay 0.5 add up to more than train.steps; the decay ends "
          "at the last step"),

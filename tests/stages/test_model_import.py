@@ -36,6 +36,13 @@ def saved(root: Path, kind: str) -> Path:
             activation_function="gelu", tie_word_embeddings=True,
         )  # fmt: skip
         model = transformers.GPT2LMHeadModel(config)
+    elif kind == "qwen2":
+        llama3_file(directory / "tokenizer.json")
+        config = transformers.Qwen2Config(
+            vocab_size=360, max_position_embeddings=32, hidden_size=32, intermediate_size=48,
+            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        )  # fmt: skip
+        model = transformers.Qwen2ForCausalLM(config)
     else:
         llama3_file(directory / "tokenizer.json")
         config = transformers.LlamaConfig(
@@ -99,46 +106,53 @@ def edited(source: Path, drop: tuple[str, ...] = (), **values: object) -> Path:
 
 def test_a_setting_zrodlo_cannot_compute_is_refused_naming_it(tmp_path, assert_refused):
     source = saved(tmp_path, "gpt2")
-    edited(source, activation_function="gelu_new")
+    edited(source, activation_function="gelu_fast")
     assert_refused(
         "model", "import", "--from", source, "--output", tmp_path / "model",
-        sentence=f"{source / 'config.json'} sets activation_function to 'gelu_new'; Zrodlo "
-        "computes with 'gelu' only, so the model cannot be imported exactly",
+        sentence=f"{source / 'config.json'} sets activation_function to 'gelu_fast'; Zrodlo "
+        "computes GPT-2 with 'gelu' or 'gelu_new' only, so the model cannot be imported exactly",
     )  # fmt: skip
     edited(source, activation_function="gelu", model_type="bert")
     assert_refused(
         "model", "import", "--from", source, "--output", tmp_path / "model",
-        sentence=f"{source / 'config.json'} states model_type 'bert'; Zrodlo imports gpt2 and "
-        "llama causal LMs only",
+        sentence=f"{source / 'config.json'} states model_type 'bert'; Zrodlo imports gpt2, llama "
+        "and qwen2 causal LMs only",
     )  # fmt: skip
 
 
 EXACT = "so the model cannot be imported exactly"
+ROTARY = (
+    "Zrodlo computes rotary positions over the whole head, unscaled or scaled as Llama 3's "
+    "(rope_type llama3)"
+)
 
 
 @pytest.mark.parametrize(
     ("kind", "drop", "values", "refusal"),
     [
         # A field config.json leaves out is transformers' default, which Zrodlo must compute too.
-        ("gpt2", ("activation_function",), {}, "does not set activation_function, which "
-         f"transformers then takes as 'gelu_new'; Zrodlo computes with 'gelu' only, {EXACT}"),
-        ("llama", ("rms_norm_eps",), {}, "does not set rms_norm_eps, which transformers then "
-         f"takes as 1e-06; Zrodlo computes with 1e-05 only, {EXACT}"),
+        ("llama", ("hidden_act",), {"mlp_bias": True}, "sets mlp_bias to True; Zrodlo computes "
+         f"with False only, {EXACT}"),
+        ("llama", (), {"rms_norm_eps": 0}, "states a model Zrodlo cannot build: rms_norm_eps is "
+         "0; it must lie above 0 and below 1"),
         # Rotary settings as transformers reads them: the legacy "type", a partial rotation.
         ("llama", (), {"rope_parameters": {"type": "linear", "factor": 2.0, "rope_theta": 1e4}},
          "sets rope_parameters to {'type': 'linear', 'factor': 2.0, 'rope_theta': 10000.0}; "
-         f"Zrodlo computes unscaled rotary positions over the whole head only, {EXACT}"),
+         f"{ROTARY}, {EXACT}"),
         ("llama", (), {"rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
                                            "partial_rotary_factor": 0.5}},
          "sets rope_parameters to {'rope_type': 'default', 'rope_theta': 10000.0, "
-         "'partial_rotary_factor': 0.5}; Zrodlo computes unscaled rotary positions over the "
-         f"whole head only, {EXACT}"),
+         f"'partial_rotary_factor': 0.5}}; {ROTARY}, {EXACT}"),
+        ("llama", (), {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor":
+                                        4.0, "high_freq_factor": 1.0}},
+         "states a model Zrodlo cannot build: low_freq_factor 4.0 is not below high_freq_factor "
+         "1.0; the frequencies between are blended"),
         ("llama", (), {"head_dim": None, "hidden_size": 30},
          "states a model Zrodlo cannot build: num_attention_heads 4 does not divide hidden_size "
          "30; each head takes an equal share of the model width"),
-        ("llama", (), {"head_dim": 16},
-         "sets head_dim 16 with num_attention_heads 4; Zrodlo's heads share hidden_size 32 "
-         "equally"),
+        ("llama", (), {"head_dim": 7},
+         "states a model Zrodlo cannot build: head_dim is 7; rotary positions turn pairs, so a "
+         "head's width is an even whole number of two or more"),
         ("llama", ("head_dim",), {"num_attention_heads": 0},
          "states a model Zrodlo cannot build: num_attention_heads is 0; it must be a whole "
          "number of one or more"),
@@ -149,11 +163,17 @@ EXACT = "so the model cannot be imported exactly"
         ("llama", (), {"tie_word_embeddings": "yes"},
          "sets tie_word_embeddings to 'yes'; it is true or false"),
         ("gpt2", (), {"model_type": ["gpt2"]},
-         "states model_type ['gpt2']; Zrodlo imports gpt2 and llama causal LMs only"),
+         "states model_type ['gpt2']; Zrodlo imports gpt2, llama and qwen2 causal LMs only"),
         # A width that is no number is refused as one, not multiplied into GPT-2's inner width.
         ("gpt2", (), {"n_embd": {"width": 32}},
          "states a model Zrodlo cannot build: n_embd is {'width': 32}; it must be a whole number "
          "of one or more"),
+        # Qwen2's sliding window, which its released models leave off.
+        ("qwen2", (), {"use_sliding_window": True}, "sets use_sliding_window to True; Zrodlo "
+         f"computes with False only, {EXACT}"),
+        ("qwen2", (), {"layer_types": ["full_attention", "sliding_attention"]},
+         "sets layer_types to ['full_attention', 'sliding_attention']; Zrodlo attends over the "
+         f"whole window in every layer (full_attention) only, {EXACT}"),
         ("gpt2", (), {"embd_pdrop": 0.0},
          "sets embd_pdrop 0.0 and resid_pdrop 0.1 (0.1 where it sets none); Zrodlo's GPT drops "
          "both at one rate"),
@@ -174,7 +194,8 @@ def test_config_json_is_read_as_transformers_reads_it(
 
 def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo):
     """Tied (GPT-2's default), the head is the token embedding whatever the file holds under
-    lm_head.weight, as transformers reads it; untied, the file's own head."""
+    lm_head.weight, as transformers reads it, and stays tied in fine-tuning; untied, the file's
+    own head."""
     from safetensors.torch import load_file, save_file
 
     source = saved(tmp_path, "gpt2")
@@ -182,11 +203,15 @@ def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo):
     weights = {name: t.clone() for name, t in load_file(source / "model.safetensors").items()}
     head = torch.randn_like(weights["transformer.wte.weight"])
     save_file({**weights, "lm_head.weight": head}, source / "model.safetensors")
-    for tie, expected in ((True, weights["transformer.wte.weight"]), (False, head)):
+    for tie in (True, False):
         edited(source, tie_word_embeddings=tie)
         output = tmp_path / f"model-{tie}"
         returncode, _, stderr = run_zrodlo(
             "model", "import", "--from", source, "--output", output, cwd=tmp_path
         )
         assert (returncode, stderr) == (0, ""), stderr
-        assert torch.equal(read_model(output).weights["lm_head.weight"], expected), tie
+        imported = read_model(output)
+        assert imported.config.settings.tie_embeddings is tie
+        assert ("lm_head.weight" in imported.weights) is not tie
+        if not tie:
+            assert torch.equal(imported.weights["lm_head.weight"], head)

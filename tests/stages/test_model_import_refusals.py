@@ -116,9 +116,11 @@ def assert_refused_in_limited_memory(root: Path, source: Path, sentence: str, sn
         # A million layers of names would take gigabytes: the header refuses them first.
         ({"n_layer": 1_000_000, "n_embd": 2, "n_head": 1},
          "config.json states n_layer 1000000, and {weights} holds tensors of 2 layers"),
+        # 1,000,000 positions of width 32 and the file model's 36,992 other parameters (its head
+        # tied to its token embedding); the file holds those and its own 32 positions, 38,016.
         ({"n_positions": 1_000_000},
-         "config.json states a model of 32,048,512 parameters, and {weights} holds values for "
-         "49,536 of them"),
+         "config.json states a model of 32,036,992 parameters, and {weights} holds values for "
+         "38,016 of them"),
     ],
 )  # fmt: skip
 def test_a_config_json_larger_than_its_weights_file_is_refused_before_it_is_built(

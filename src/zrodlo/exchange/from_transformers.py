@@ -1,11 +1,12 @@
 """Import from Hugging Face transformers (`zrodlo model import`): a causal LM directory of a family
-Zrodlo has (config.json, model.safetensors, tokenizer.json) read into a Zrodlo model directory with
-its digests, so that `model train` continues from it (fine-tuning).
+Zrodlo has (config.json, model.safetensors or its shards, tokenizer.json), as the hub ships it,
+read into a Zrodlo model directory with its digests, so that `model train` continues from it
+(fine-tuning). Every file read is the directory's own (`source_files`).
 
 config.json is read by the family its model_type names (`zrodlo.model.families`), as transformers
 reads it, a field it leaves out taking transformers' default; only what Zrodlo computes exactly
 is taken, and any other setting is refused naming its field. The weights are read as float32,
-exactly, once their file's header agrees with config.json (`transformers_weights`). The tokenizer
+exactly, once their files' headers agree with config.json (`transformers_weights`). The tokenizer
 goes through `zrodlo tokenizer import`, BOS and EOS named by the directory's tokenizer_config.json.
 """
 
@@ -15,21 +16,20 @@ import json
 from pathlib import Path
 
 from zrodlo.data.tokenizer.imported import imported
+from zrodlo.exchange.source_files import held_weights, own_file
 from zrodlo.exchange.transformers_weights import read_weights
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import write_model
-from zrodlo.model.families import FAMILIES, by_model_type
+from zrodlo.model.families import FAMILIES, by_model_type, listed
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import read_input
 from zrodlo.storage.outputs import check_new_directory, new_directory
 from zrodlo.storage.refusal import Refusal
 
-WEIGHTS = "model.safetensors"
-
 
 def read_config(source: Path) -> tuple[ModelConfig, dict]:
     """The Zrodlo configuration of a transformers directory's config.json, and the file parsed."""
-    file = source / "config.json"
+    file = own_file(source, "config.json")
     if not file.is_file():
         raise Refusal(f"{source} holds no config.json; --from takes a transformers model directory")
     try:
@@ -39,7 +39,7 @@ def read_config(source: Path) -> tuple[ModelConfig, dict]:
     kind = stated.get("model_type") if isinstance(stated, dict) else None
     family = by_model_type(kind)
     if family is None:
-        types = " and ".join(family.model_type for family in FAMILIES.values())
+        types = listed([family.model_type for family in FAMILIES.values()], "and")
         raise Refusal(f"{file} states model_type {kind!r}; Zrodlo imports {types} causal LMs only")
     try:
         values = family.from_transformers(stated, file)
@@ -60,13 +60,9 @@ def import_model(source: Path, output: Path) -> ModelConfig:
     """Write the transformers directory `source` as the new Zrodlo model directory `output`."""
     check_new_directory(output)
     config, stated = read_config(source)
-    file = source / WEIGHTS
-    if not file.is_file():
-        sharded = (source / f"{WEIGHTS}.index.json").is_file()
-        reason = "its weights are sharded; save it as one file" if sharded else "a model needs it"
-        raise Refusal(f"{source} holds no {WEIGHTS}; {reason}")
-    weights = read_weights(config, stated, file, source / "config.json")
-    tokenizer = imported(source / "tokenizer.json")
+    weights = read_weights(config, stated, held_weights(source), source / "config.json")
+    own_file(source, "tokenizer_config.json")  # read beside tokenizer.json, for BOS and EOS
+    tokenizer = imported(own_file(source, "tokenizer.json"))
     if tokenizer.vocab_size > config.vocab_size:
         raise Refusal(
             f"{source / 'tokenizer.json'} has {tokenizer.vocab_size} tokens, more than the "

@@ -1,16 +1,21 @@
-"""A transformers model.safetensors read as a Zrodlo model's float32 weights.
+"""A transformers model's weights (one model.safetensors, or its shards) read as a Zrodlo model's
+float32 weights.
 
-The file's header is held against the configuration first: the layers it holds, how many numbers
-it holds, and each tensor the family names, its dtype and its shape. Until the layers agree
-nothing is built whose size config.json states, and no byte of data is read before every tensor
-agrees, so a config.json that claims more than its file holds is refused in a sentence instead
-of filling the memory. Then only the tensors the model needs are read, each straight into its
-float32 weight: the file is never mapped whole, so what it holds beside the model costs nothing,
-and the weights are in memory once.
+The headers are held against the configuration first: the layers they hold, how many numbers,
+and each tensor the family names, its dtype and its shape. Until the layers agree nothing is built
+whose size config.json states, and no byte of data is read before every tensor agrees, so a
+config.json that claims more than its files hold is refused in a sentence instead of filling the
+memory. Then only the tensors the model needs are read, each straight from its file into its
+float32 weight: no file is mapped whole, so what the files hold beside the model costs nothing,
+and the weights are in memory once. Where no tensor's name starts with the family's base model
+prefix (the hub's GPT-2 holds `wte.weight`, not `transformer.wte.weight`), every name is read as
+if it did, as transformers reads a base model's file into its causal LM; the head's name, outside
+the base model, is read as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from pathlib import Path
@@ -19,64 +24,66 @@ from typing import Any
 import numpy as np
 import torch
 
+from zrodlo.exchange.source_files import Located, Weights
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.families.base import Names
+from zrodlo.model.families.base import Family, Names
 from zrodlo.model.parts import parameter_count, parameter_shapes
 from zrodlo.model.weights import check_weights
 from zrodlo.storage import tensorfile
 from zrodlo.storage.inputs import open_input
 from zrodlo.storage.refusal import Refusal
-from zrodlo.storage.tensorfile import Stored
 
 # The dtypes float32 holds every value of, so the weights are read exactly.
 EXACT_IN_FLOAT32 = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def read_weights(
-    config: ModelConfig, stated: dict[str, Any], file: Path, config_file: Path
+    config: ModelConfig, stated: dict[str, Any], files: Weights, config_file: Path
 ) -> dict[str, torch.Tensor]:
     """The weights of the model `config` (read from `config_file`, parsed as `stated`) in the
-    transformers weights file `file`, under Zrodlo's names, as float32; refused in a sentence
-    naming the file and the field or tensor where the two disagree."""
-    try:
-        start, header = tensorfile.read_header(file)
-    except OSError as error:
-        raise Refusal(f"{file} does not load as safetensors: {error}") from None
+    transformers weights `files`, under Zrodlo's names, as float32; refused in a sentence naming
+    the file and the field or tensor where the two disagree."""
     family = config.family
+    header = _as_transformers_reads(family, files.tensors)
     layers = _layers_held(family.block_prefix, header)
     if layers != config.layers:
         field = family.transformers_fields.get("layers", "layers")
         raise Refusal(
-            f"{config_file} states {field} {config.layers}, and {file} holds tensors of "
-            f"{layers} layers"
+            f"{config_file} states {field} {config.layers}, and {files.holder('holds', 'hold')} "
+            f"tensors of {layers} layers"
         )
-    # Where transformers reads a tensor under another's name (a tied head), so does the check.
-    held = {
-        name: stored
-        for name, stored in family.transformers_weights_read(stated, header).items()
-        if stored is not None
-    }
-    needed, holds = parameter_count(config), sum(math.prod(s.shape) for s in held.values())
+    needed, holds = parameter_count(config), sum(math.prod(s.shape) for s in header.values())
     if needed > holds:
         raise Refusal(
-            f"{config_file} states a model of {needed:,} parameters, and {file} holds values for "
-            f"{holds:,} of them"
+            f"{config_file} states a model of {needed:,} parameters, and "
+            f"{files.holder('holds', 'hold')} values for {holds:,} of them"
         )
     names, shapes = family.transformers_names(config), parameter_shapes(config)
     for part, shape in _part_shapes(names, shapes).items():
-        _check_tensor(part, shape, held.get(part), stated["model_type"], file, config_file)
+        _check_tensor(part, shape, header.get(part), stated["model_type"], files, config_file)
     try:
-        weights = _read(file, start, held, names, shapes)
+        weights = _read(header, names, shapes)
     except MemoryError:
         raise Refusal(
-            f"{file} holds the {needed:,} weights of the model, {needed * 4 / 2**30:.2f} GiB as "
-            "float32, more than this process can take into memory"
+            f"{files.holder('holds', 'hold')} the {needed:,} weights of the model, "
+            f"{needed * 4 / 2**30:.2f} GiB as float32, more than this process can take into memory"
         ) from None
-    check_weights(config, weights, str(file))
+    check_weights(config, weights, str(files.file.parent if files.sharded else files.file))
     return weights
 
 
-def _layers_held(block_prefix: str, header: dict[str, Stored]) -> int:
+def _as_transformers_reads(family: Family, header: dict[str, Located]) -> dict[str, Located]:
+    """The tensors under the names transformers reads them by: a file of the base model alone
+    (no name starts with the family's base prefix) read as if each name had the prefix, but for
+    the names the family keeps outside the base model (the head)."""
+    prefix = family.base_prefix
+    if any(name.startswith(prefix) for name in header):
+        return header
+    outside = {name for name in family.outer_names.values() if not name.startswith(prefix)}
+    return {(name if name in outside else prefix + name): held for name, held in header.items()}
+
+
+def _layers_held(block_prefix: str, header: dict[str, Located]) -> int:
     """How many layers a header holds tensors of: the distinct indices in its blocks' names."""
     before, after = block_prefix.split("{}")
     block = re.compile(re.escape(before) + r"(\d+)" + re.escape(after))
@@ -96,13 +103,14 @@ def _part_shapes(names: Names, shapes: dict[str, tuple[int, ...]]) -> dict[str, 
 def _check_tensor(
     part: str,
     shape: tuple[int, ...],
-    stored: Stored | None,
+    stored: Located | None,
     model_type: str,
-    file: Path,
+    files: Weights,
     config_file: Path,
 ) -> None:
     if stored is None:
-        raise Refusal(f"{file} has no tensor {part}, which a {model_type} needs")
+        raise Refusal(f"{files.holder('has', 'have')} no tensor {part}, which a {model_type} needs")
+    file = stored.file  # the shard that holds it, where the weights are sharded
     if stored.dtype not in EXACT_IN_FLOAT32:
         *others, last = (tensorfile.DTYPES[dtype][0] for dtype in EXACT_IN_FLOAT32)
         raise Refusal(
@@ -117,28 +125,29 @@ def _check_tensor(
 
 
 def _read(
-    file: Path,
-    start: int,
-    held: dict[str, Stored],
-    names: Names,
-    shapes: dict[str, tuple[int, ...]],
+    held: dict[str, Located], names: Names, shapes: dict[str, tuple[int, ...]]
 ) -> dict[str, torch.Tensor]:
     """Each Zrodlo parameter, allocated once as float32 (by numpy, which says MemoryError where
-    torch would say RuntimeError), its parts read into their rows of it or of its transpose."""
+    torch would say RuntimeError), its parts read from their files into their rows of it or of
+    its transpose; each file is opened once, when a part it holds is first read."""
     weights = {}
-    with open_input(file, buffering=0) as handle:
+    with contextlib.ExitStack() as opened:
+        handles: dict[Path, Any] = {}
         for name, (parts, transposed) in names.items():
             weight = torch.from_numpy(np.empty(shapes[name], dtype=np.float32))
             stacked = weight.t() if transposed else weight
             row = 0
             for part, rows in parts:
                 target = stacked[row : row + rows]  # (rows, ...) as transformers holds the part
-                stored = held[part]
+                file, start, stored = held[part]
+                if file not in handles:
+                    handles[file] = opened.enter_context(open_input(file, buffering=0))
+                handle, offset = handles[file], start + stored.begin
                 if stored.dtype == torch.float32 and target.is_contiguous():
-                    _read_into(handle, start + stored.begin, target.numpy(), file, part)
+                    _read_into(handle, offset, target.numpy(), file, part)
                 else:
                     raw = np.empty(stored.stop - stored.begin, dtype=np.uint8)
-                    _read_into(handle, start + stored.begin, raw, file, part)
+                    _read_into(handle, offset, raw, file, part)
                     target.copy_(torch.from_numpy(raw).view(stored.dtype).reshape(stored.shape))
                 row += rows
             weights[name] = weight

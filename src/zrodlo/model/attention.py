@@ -15,6 +15,7 @@ from torch import nn
 from zrodlo.model.dropout import Site, StepMasks, apply_dropout
 from zrodlo.model.layers import dropped
 from zrodlo.model.parts import Attention as AttentionSpec
+from zrodlo.model.parts import Rotary, RotaryScaling
 
 Angles = tuple[torch.Tensor, torch.Tensor]  # cos and sin, (T, head_width) float32 each
 
@@ -39,16 +40,34 @@ class KVCache:
         return k, v
 
 
-def rotary_angles(theta: float, head_width: int, length: int, device: torch.device) -> Angles:
+def rotary_angles(rotary: Rotary, head_width: int, length: int, device: torch.device) -> Angles:
     """cos and sin of each position's angles, (length, head_width) float32 each: position t turns
-    the pair (i, i + head_width/2) by t / theta^(2i / head_width)."""
+    the pair (i, i + head_width/2) by t / theta^(2i / head_width), the frequency 1 / theta^(...)
+    scaled where `rotary` says."""
     half = head_width // 2
     exponents = torch.arange(half, dtype=torch.float32, device=device) * 2 / head_width
-    frequencies = 1.0 / (theta**exponents)  # (half,)
+    frequencies = 1.0 / (rotary.theta**exponents)  # (half,)
+    if rotary.scaling is not None:
+        frequencies = scaled_frequencies(frequencies, rotary.scaling)
     positions = torch.arange(length, dtype=torch.float32, device=device)  # (length,)
     angles = torch.outer(positions, frequencies)  # (length, half)
     angles = torch.cat((angles, angles), dim=-1)  # (length, head_width)
     return angles.cos(), angles.sin()
+
+
+def scaled_frequencies(frequencies: torch.Tensor, scaling: RotaryScaling) -> torch.Tensor:
+    """Llama 3's scaled frequencies (half,) float32, computed in the order transformers computes
+    them, so that the angles are its angles to the last bit."""
+    original = scaling.original_positions
+    slow, fast = original / scaling.low_frequency_factor, original / scaling.high_frequency_factor
+    wavelength = 2 * math.pi / frequencies  # (half,)
+    stretched = torch.where(wavelength > slow, frequencies / scaling.factor, frequencies)
+    blend = (original / wavelength - scaling.low_frequency_factor) / (
+        scaling.high_frequency_factor - scaling.low_frequency_factor
+    )
+    blended = (1 - blend) * stretched / scaling.factor + blend * stretched
+    between = ~(wavelength < fast) * ~(wavelength > slow)
+    return torch.where(between, blended, stretched)
 
 
 def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -72,11 +91,11 @@ class Attention(nn.Module):
     ) -> None:
         super().__init__()
         self.layer, self.heads, self.kv_heads = layer, heads, spec.kv_heads
-        self.width = d_model // heads
+        self.width = spec.head_width
         self.dropout, self.attention_dropout = p, p_attention
-        kv_width = spec.kv_heads * self.width
-        self.qkv = nn.Linear(d_model, d_model + 2 * kv_width, bias=spec.qkv_bias)
-        self.out = nn.Linear(d_model, d_model, bias=spec.out_bias)
+        heads_width, kv_width = heads * self.width, spec.kv_heads * self.width
+        self.qkv = nn.Linear(d_model, heads_width + 2 * kv_width, bias=spec.qkv_bias)
+        self.out = nn.Linear(heads_width, d_model, bias=spec.out_bias)
 
     def forward(
         self,
@@ -85,9 +104,9 @@ class Attention(nn.Module):
         masks: StepMasks | None,
         cache: KVCache | None,
     ) -> torch.Tensor:
-        B, T, C = x.shape  # batch, time, d_model
-        kv_width = self.kv_heads * self.width
-        q, k, v = self.qkv(x).split((C, kv_width, kv_width), dim=2)
+        B, T, _ = x.shape  # batch, time, d_model
+        heads_width, kv_width = self.heads * self.width, self.kv_heads * self.width
+        q, k, v = self.qkv(x).split((heads_width, kv_width, kv_width), dim=2)
         q = q.view(B, T, self.heads, self.width).transpose(1, 2)  # (B, heads, T, D)
         k = k.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
         v = v.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
@@ -96,7 +115,7 @@ class Attention(nn.Module):
         if cache is not None:
             k, v = cache.extend(self.layer, k, v)  # (B, kv_heads, S, D) each, turned as read
         y = attend(q, k, v, masks, self.layer, self.attention_dropout)  # (B, heads, T, D)
-        y = self.out(y.transpose(1, 2).reshape(B, T, C))  # (B, T, C)
+        y = self.out(y.transpose(1, 2).reshape(B, T, heads_width))  # (B, T, d_model)
         return dropped(y, masks, self.layer, Site.ATTENTION_OUTPUT, self.dropout)
 
 

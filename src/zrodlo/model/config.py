@@ -96,7 +96,8 @@ class ModelConfig:
 
     @property
     def head_width(self) -> int:
-        return self.d_model // self.heads
+        """An attention head's width: d_model over the heads, unless the family sets it apart."""
+        return self.family.stated_head_width(self) or self.d_model // self.heads
 
     def flat(self) -> dict[str, Any]:
         """The common fields, the family and its settings, as `of` takes them."""
@@ -113,11 +114,13 @@ class ModelConfig:
         _check(self, name or _flag)
 
     def to_json(self) -> dict[str, Any]:
-        """config.json: the common fields, then the family and all its settings, unless it is the
-        default family at its default settings."""
+        """config.json: the common fields, then the family and its settings but those left unset
+        (None), unless it is the default family at its default settings."""
         flat = self.flat()
         plain = self.architecture == DEFAULT and self.settings == self.family.settings(flat, {})
-        return {name: flat[name] for name in COMMON} if plain else flat
+        if plain:
+            return {name: flat[name] for name in COMMON}
+        return {name: value for name, value in flat.items() if value is not None}
 
     @classmethod
     def from_json(cls, data: Any, path: str) -> ModelConfig:
@@ -137,9 +140,10 @@ class ModelConfig:
             wanted += settings_fields(FAMILIES[architecture])
         values: dict[str, Any] = {"architecture": architecture}
         for field in wanted:
-            if field.name not in data:
+            if field.name in data:
+                values[field.name] = _typed(field, data[field.name], refuse)
+            elif field.name in COMMON:  # a setting left out is at its default, or unset
                 raise refuse(f"it has no {field.name}")
-            values[field.name] = _typed(field, data[field.name], refuse)
         unknown = sorted(set(data) - set(values))
         if unknown:
             raise refuse(f"it holds {unknown[0]}, which no model configuration has")
@@ -183,7 +187,7 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
         value = getattr(config, field)
         if not _is_int(value) or value < 1:
             raise Refusal(f"{name(field)} is {value}; it must be a whole number of one or more")
-    if config.d_model % config.heads != 0:
+    if config.family.stated_head_width(config) is None and config.d_model % config.heads != 0:
         raise Refusal(
             f"{name('heads')} {config.heads} does not divide {name('d_model')} {config.d_model}; "
             "each head takes an equal share of the model width"

@@ -75,9 +75,9 @@ class Decoder(nn.Module):
             x = x + self.position_embedding(positions)
         x = dropped(x, masks, 0, Site.EMBEDDING, self.config.dropout)
         angles = None
-        if parts.attention.rotary_theta is not None:
+        if parts.attention.rotary is not None:
             width = self.config.head_width
-            cos, sin = rotary_angles(parts.attention.rotary_theta, width, start + T, tokens.device)
+            cos, sin = rotary_angles(parts.attention.rotary, width, start + T, tokens.device)
             angles = (cos[start:], sin[start:])  # (T, head_width) each
         for block in self.blocks:
             x = block(x, angles, masks, cache)

@@ -5,6 +5,8 @@ statistics stay exact.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,7 +14,17 @@ from torch import nn
 from zrodlo.model.dropout import Site, StepMasks, apply_dropout
 from zrodlo.model.parts import FeedForward, Norm
 
-ACTIVATIONS = {"gelu": F.gelu, "silu": F.silu}
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU by its tanh approximation, written as GPT-2 and transformers' "gelu_new" write it, so
+    that a model trained with it computes here what it computed there, to the last bit."""
+    return (
+        0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+    )
+
+
+# By the names transformers' config.json gives them.
+ACTIVATIONS = {"gelu": F.gelu, "gelu_new": gelu_tanh, "silu": F.silu}
 
 
 class LayerNorm(nn.Module):

@@ -25,21 +25,45 @@ class Norm:
 
 
 @dataclass(frozen=True)
+class RotaryScaling:
+    """Llama 3's stretch of the rotary frequencies for a longer context than the model was first
+    trained on (`original_positions`): a frequency whose wavelength is longer than
+    original_positions / `low_frequency_factor` is divided by `factor`, one shorter than
+    original_positions / `high_frequency_factor` is kept, and those between are blended."""
+
+    factor: float
+    low_frequency_factor: float
+    high_frequency_factor: float
+    original_positions: int
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """Rotary positions: each head's halves turned by angles of base `theta`, scaled or not."""
+
+    theta: float
+    scaling: RotaryScaling | None = None
+
+
+@dataclass(frozen=True)
 class Attention:
-    """Causal self-attention: `kv_heads` key and value heads shared by the query heads, biases on
-    the fused query, key and value projection and on the output's, and rotary positions turning
-    each head's halves by `rotary_theta`'s angles, or none."""
+    """Causal self-attention: query heads of `head_width` (d_model over the heads, unless the
+    family sets it apart), `kv_heads` key and value heads shared by the query heads, biases on
+    the fused query, key and value projection and on the output's, and rotary positions, or
+    none."""
 
     kv_heads: int
+    head_width: int
     qkv_bias: bool
     out_bias: bool
-    rotary_theta: float | None
+    rotary: Rotary | None
 
 
 @dataclass(frozen=True)
 class FeedForward:
     """The position-wise branch: down(act(up x)), or when `gated` down(act(gate x) * up x) with
-    gate and up in one projection; `activation` is "gelu" (exact) or "silu"."""
+    gate and up in one projection; `activation` is "gelu" (exact), "gelu_new" (its tanh
+    approximation, GPT-2's) or "silu"."""
 
     gated: bool
     activation: str
@@ -62,13 +86,14 @@ class Parts:
 def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Each parameter of one block, by its name after "blocks.<i>.", in the order it registers."""
     parts, d, ff = config.parts, config.d_model, config.d_ff
-    projected = d + 2 * parts.attention.kv_heads * config.head_width  # queries, keys, values
+    heads_width = config.heads * config.head_width  # the queries' width, d unless set apart
+    projected = heads_width + 2 * parts.attention.kv_heads * config.head_width  # q, k and v
     up_rows = 2 * ff if parts.feed_forward.gated else ff
     up = "mlp.gate_up" if parts.feed_forward.gated else "mlp.up"
     return {
         **_norm("attention_norm", parts.norm, d),
         **_linear("attention.qkv", projected, d, parts.attention.qkv_bias),
-        **_linear("attention.out", d, d, parts.attention.out_bias),
+        **_linear("attention.out", d, heads_width, parts.attention.out_bias),
         **_norm("mlp_norm", parts.norm, d),
         **_linear(up, up_rows, d, parts.feed_forward.bias),
         **_linear("mlp.down", d, ff, parts.feed_forward.bias),

@@ -8,7 +8,7 @@ import torch
 from zrodlo.model.attention import rotary_angles, rotated
 from zrodlo.model.config import COMMON, ModelConfig
 from zrodlo.model.decoder import build_decoder
-from zrodlo.model.parts import parameter_count, parameter_shapes
+from zrodlo.model.parts import Rotary, parameter_count, parameter_shapes
 from zrodlo.model.weights import initial_weights
 from zrodlo.storage.refusal import Refusal
 
@@ -47,8 +47,8 @@ def test_config_json_states_llama_and_a_gpt_config_is_what_releases_wrote():
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"architecture": "mamba"}, "architecture is 'mamba'; it is gpt or llama"),
-        ({"architecture": ["llama"]}, "architecture is ['llama']; it is gpt or llama"),
+        ({"architecture": "mamba"}, "architecture is 'mamba'; it is gpt, llama or qwen2"),
+        ({"architecture": ["llama"]}, "architecture is ['llama']; it is gpt, llama or qwen2"),
         ({"kv_heads": 3}, "kv_heads 3 does not divide heads 4; each key and value head serves an "
          "equal share of the query heads"),
         ({"rope_theta": 0}, "rope_theta is 0.0; it must be a positive finite number"),
@@ -76,7 +76,9 @@ def test_a_gpt_config_holding_a_llama_setting_is_refused():
 
 
 def test_rotary_scores_depend_on_the_distance_between_positions_only():
-    angles = rotary_angles(10000.0, LLAMA.head_width, 12, torch.device("cpu"))  # (12, 6) each
+    angles = rotary_angles(
+        Rotary(10000.0), LLAMA.head_width, 12, torch.device("cpu")
+    )  # (12, 6) each
     q = torch.linspace(-1, 1, 6).reshape(1, 1, 1, 6).expand(1, 1, 12, 6)
     k = torch.linspace(2, -1, 6).reshape(1, 1, 1, 6).expand(1, 1, 12, 6)
     scores = rotated(q, *angles)[0, 0] @ rotated(k, *angles)[0, 0].T  # (12, 12)

@@ -4,6 +4,7 @@ families from here and name none of them.
 
     gpt    GPT-2's decoder (gpt.py): the family of a config.json that names none
     llama  RMSNorm, rotary positions, SwiGLU, grouped-query attention (llama.py)
+    qwen2  llama's, with biases on the queries, keys and values (qwen2.py)
 
 A new family is a module with a class on `Family` and its line in `FAMILIES`.
 """
@@ -13,16 +14,17 @@ from __future__ import annotations
 from zrodlo.model.families.base import Family, settings_fields
 from zrodlo.model.families.gpt import GPT
 from zrodlo.model.families.llama import Llama
+from zrodlo.model.families.qwen2 import Qwen2
 
-FAMILIES: dict[str, Family] = {family.name: family for family in (GPT(), Llama())}
+FAMILIES: dict[str, Family] = {family.name: family for family in (GPT(), Llama(), Qwen2())}
 # The family of a config.json that names none: the one releases up to 0.1.0 wrote.
 DEFAULT = "gpt"
 
 
-def listed(names: list[str] | None = None) -> str:
-    """The families' names as a sentence lists them: "gpt or llama"."""
+def listed(names: list[str] | None = None, last: str = "or") -> str:
+    """The families' names (or `names`) as a sentence lists them: "gpt, llama or qwen2"."""
     names = list(FAMILIES) if names is None else names
-    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+    return ", ".join(names[:-1]) + f" {last} " + names[-1] if len(names) > 1 else names[0]
 
 
 def families_with(setting: str) -> list[str]:

@@ -45,6 +45,11 @@ class Family(ABC):
     def check(self, config: ModelConfig, name: Callable[[str], str]) -> None:
         """Refuse settings no model can be built from, naming each field as `name` does."""
 
+    def stated_head_width(self, config: ModelConfig) -> int | None:
+        """An attention head's width where the family's settings set it apart from d_model over
+        the heads; None where they do not."""
+        return None
+
     @abstractmethod
     def parts(self, config: ModelConfig) -> Parts:
         """The parts the family's decoder of `config` is built from."""
@@ -61,6 +66,9 @@ class Family(ABC):
     # transformers' name of each parameter outside the blocks, and the prefix of block <i>'s.
     outer_names: ClassVar[dict[str, str]]
     block_prefix: ClassVar[str]
+    # The prefix of the base model's names (all but the head's): a file of the base model alone,
+    # as the hub keeps GPT-2, holds them without it, and transformers reads them so.
+    base_prefix: ClassVar[str]
 
     @abstractmethod
     def block_names(
@@ -84,12 +92,6 @@ class Family(ABC):
 
     # How transformers' config.json names Zrodlo's fields, for the refusals of an import.
     transformers_fields: ClassVar[dict[str, str]] = {}
-
-    def transformers_weights_read(self, stated: dict[str, Any], theirs: dict) -> dict:
-        """transformers' tensors, or what a header states of them, by name as the family's names
-        read them (a family whose head transformers ties where Zrodlo's is its own gives the head
-        here); a name whose tensor is missing may map to None."""
-        return theirs
 
 
 def settings_fields(family: Family) -> list[dataclasses.Field]:
@@ -124,3 +126,7 @@ def tied(stated: dict, file: Path, default: bool) -> bool:
 
 def is_whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,12 +1,13 @@
 """GPT-2's decoder (`--architecture gpt`, the family of a config.json that names none).
 
 Token and learned position embeddings, pre-LayerNorm blocks of causal multi-head self-attention
-and an exact (erf) GELU MLP, biases throughout, a final LayerNorm (epsilon 1e-5) and an LM head of
-its own (untied).
+and a GELU MLP (exact, or by the tanh approximation GPT-2 was trained with: `--activation
+gelu_new`), biases throughout, a final LayerNorm (epsilon 1e-5) and an LM head of its own, or
+with `--tie-embeddings` the token embedding (as GPT-2 was trained).
 
 In transformers it is a GPT2LMHeadModel with Zrodlo's sizes. GPT-2 keeps its projections in Conv1D
-layers, whose weight is (in, out): the transpose of an nn.Linear's. A GPT-2 imported with its head
-tied to the token embedding (transformers' default) gets a head of its own holding the same numbers.
+layers, whose weight is (in, out): the transpose of an nn.Linear's. A GPT-2 imported keeps its head
+tied to the token embedding where transformers ties it (its default), and fine-tunes so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from zrodlo.model.declared import option
 from zrodlo.model.families.base import Family, fixed, is_whole, tied
 from zrodlo.model.parts import Attention, FeedForward, Norm, Parts
 from zrodlo.storage.refusal import Refusal
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     from zrodlo.model.config import ModelConfig
 
 NORM_EPS = 1e-5
+# The MLP's activations, by the names transformers' config.json gives them.
+ACTIVATIONS = ("gelu", "gelu_new")
 
 # Zrodlo's parameter name (after "blocks.<i>.") -> GPT-2's (after "transformer.h.<i>."), and
 # whether the weight is a Conv1D's, stored transposed.
@@ -50,7 +54,6 @@ _MODEL_NAMES = {
 # Settings that must have the value Zrodlo computes with: each one's default in transformers
 # (what the model computes when config.json leaves it out) and Zrodlo's value.
 _FIXED = {
-    "activation_function": ("gelu_new", "gelu"),
     "layer_norm_epsilon": (1e-5, NORM_EPS),
     "scale_attn_weights": (True, True),
     "scale_attn_by_inverse_layer_idx": (False, False),
@@ -58,9 +61,19 @@ _FIXED = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GPTSettings:
-    """GPT-2's decoder has no settings beside the shape every decoder has."""
+    """What only GPT-2's decoder has."""
+
+    activation: str | None = option(
+        "gpt: the MLP's GELU, exact (gelu) or by its tanh approximation as GPT-2 (gelu_new); "
+        "gelu by default.",
+        None,
+        metavar="[" + "|".join(ACTIVATIONS) + "]",
+    )
+    tie_embeddings: bool = option(
+        "The LM head reads the token embedding's weights instead of its own.", False
+    )
 
 
 class GPT(Family):
@@ -72,21 +85,33 @@ class GPT(Family):
     transformers_fields: ClassVar[dict[str, str]] = {
         "positions": "n_positions", "d_model": "n_embd", "layers": "n_layer", "heads": "n_head",
         "d_ff": "n_inner", "dropout": "resid_pdrop", "attention_dropout": "attn_pdrop",
+        "activation": "activation_function", "tie_embeddings": "tie_word_embeddings",
     }  # fmt: skip
 
+    def settings(self, shape: dict[str, Any], given: dict[str, Any]) -> GPTSettings:
+        """The defaults as config.json records them: the exact GELU, the head of its own."""
+        return GPTSettings(**{"activation": "gelu", **given})
+
     def check(self, config: ModelConfig, name: Any) -> None:
-        """GPT-2's decoder has no settings of its own to refuse."""
-        return
+        activation = config.settings.activation
+        if activation not in ACTIVATIONS:
+            raise Refusal(
+                f"{name('activation')} is {activation!r}; it is {' or '.join(ACTIVATIONS)}"
+            )
 
     def parts(self, config: ModelConfig) -> Parts:
         return Parts(
             norm=Norm("layer", NORM_EPS),
             attention=Attention(
-                kv_heads=config.heads, qkv_bias=True, out_bias=True, rotary_theta=None
+                kv_heads=config.heads,
+                head_width=config.head_width,
+                qkv_bias=True,
+                out_bias=True,
+                rotary=None,
             ),
-            feed_forward=FeedForward(gated=False, activation="gelu", bias=True),
+            feed_forward=FeedForward(gated=False, activation=config.settings.activation, bias=True),
             learned_positions=True,
-            tied_head=False,
+            tied_head=config.settings.tie_embeddings,
         )
 
     def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:
@@ -99,7 +124,7 @@ class GPT(Family):
             "n_layer": config.layers,
             "n_head": config.heads,
             "n_inner": config.d_ff,
-            "activation_function": "gelu",  # torch's exact GELU, as the model computes it
+            "activation_function": config.settings.activation,
             "layer_norm_epsilon": NORM_EPS,
             "embd_pdrop": config.dropout,
             "resid_pdrop": config.dropout,
@@ -107,7 +132,7 @@ class GPT(Family):
             "scale_attn_weights": True,
             "scale_attn_by_inverse_layer_idx": False,
             "reorder_and_upcast_attn": False,
-            "tie_word_embeddings": False,
+            "tie_word_embeddings": config.settings.tie_embeddings,
             "bos_token_id": bos,
             "eos_token_id": eos,
             "pad_token_id": eos,
@@ -116,7 +141,12 @@ class GPT(Family):
 
     def from_transformers(self, stated: dict[str, Any], file: Path) -> dict[str, Any]:
         fixed(stated, _FIXED, file)
-        tied(stated, file, True)  # read again for the weights; refused here, naming config.json
+        activation = stated.get("activation_function", "gelu_new")  # transformers' default
+        if activation not in ACTIVATIONS:
+            raise Refusal(
+                f"{file} sets activation_function to {activation!r}; Zrodlo computes GPT-2 with "
+                f"{' or '.join(map(repr, ACTIVATIONS))} only, so the model cannot be imported exactly"
+            )
         embedding, residual = stated.get("embd_pdrop", 0.1), stated.get("resid_pdrop", 0.1)
         if embedding != residual:
             raise Refusal(
@@ -130,21 +160,16 @@ class GPT(Family):
             # A width that is no whole number is refused with the configuration, as n_embd.
             "d_ff": stated.get("n_inner") or (4 * d_model if is_whole(d_model) else None),
             "dropout": residual,
-            "attention_dropout": stated.get("attn_pdrop", 0.1),
+            "attention_dropout": stated.get("attn_pdrop", 0.1), "architecture": self.name,
+            "activation": activation, "tie_embeddings": tied(stated, file, True),
         }  # fmt: skip
 
     outer_names = _MODEL_NAMES
     block_prefix = "transformer.h.{}."
+    base_prefix = "transformer."
 
     def block_names(
         self, config: ModelConfig, name: str, shape: tuple[int, ...]
     ) -> tuple[list[tuple[str, int]], bool]:
         target, transposed = _BLOCK_NAMES[name]
         return [(target, shape[-1] if transposed else shape[0])], transposed
-
-    def transformers_weights_read(self, stated: dict[str, Any], theirs: dict) -> dict:
-        if not stated.get("tie_word_embeddings", True):  # a bool: `from_transformers` checked it
-            return theirs
-        # transformers ties GPT-2's head to the token embedding unless told not to, whatever the
-        # file holds under lm_head.weight; Zrodlo's GPT gets a head holding the same numbers.
-        return {**theirs, "lm_head.weight": theirs.get("transformer.wte.weight")}

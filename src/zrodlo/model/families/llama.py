@@ -1,30 +1,37 @@
 """The llama decoder (`--architecture llama`): what today's small models use.
 
-Pre-RMSNorm blocks (epsilon 1e-5) of causal self-attention with rotary position embeddings and
-grouped-query attention (`kv_heads` key and value heads shared by the query heads), a SwiGLU MLP
-(down(silu(gate x) * up x)), no biases, a final RMSNorm and an LM head, its own or the token
-embedding's. Rotary positions turn the two halves of each head's width against each other, the
-layout transformers' Llama uses, so its weights export as they are: a LlamaForCausalLM whose
-fused projections are split (queries, keys and values; gate and up), none permuted.
+Pre-RMSNorm blocks (epsilon 1e-5 unless `norm_eps` says) of causal self-attention with rotary
+position embeddings (scaled as Llama 3's where its four settings say) and grouped-query attention
+(`kv_heads` key and value heads shared by the query heads; heads `head_dim` wide where it is set,
+else d_model over the heads), a SwiGLU MLP (down(silu(gate x) * up x)), no biases, a final RMSNorm
+and an LM head, its own or the token embedding's. Rotary positions turn the two halves of each
+head's width against each other, the layout transformers' Llama uses, so its weights export as
+they are: a LlamaForCausalLM whose fused projections are split (queries, keys and values; gate
+and up), none permuted.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from zrodlo.model.declared import option
-from zrodlo.model.families.base import Family, fixed, is_whole, tied
+from zrodlo.model.families.base import Family, fixed, is_number, is_whole, tied
+from zrodlo.model.families.rotary import (
+    ROPE_THETA,
+    check_rotary,
+    rotary_from_transformers,
+    rotary_of,
+    rotary_to_transformers,
+)
 from zrodlo.model.parts import Attention, FeedForward, Norm, Parts
 from zrodlo.storage.refusal import Refusal
 
 if TYPE_CHECKING:
     from zrodlo.model.config import ModelConfig
 
-RMS_EPS = 1e-5
-ROPE_THETA = 10000.0
+RMS_EPS = 1e-5  # where norm_eps is unset
 
 # Zrodlo's parameter name (after "blocks.<i>.") -> transformers' (after "model.layers.<i>.").
 _BLOCK_NAMES = {
@@ -42,8 +49,6 @@ _MODEL_NAMES = {
 # (what the model computes when config.json leaves it out) and Zrodlo's value.
 _FIXED = {
     "hidden_act": ("silu", "silu"),
-    "rms_norm_eps": (1e-6, RMS_EPS),
-    "rope_scaling": (None, None),
     "partial_rotary_factor": (1.0, 1.0),
     "attention_bias": (False, False),
     "mlp_bias": (False, False),
@@ -64,8 +69,18 @@ class LlamaSettings:
         "llama: the base of the rotary position angles; 10000 by default.", None
     )
     tie_embeddings: bool = option(
-        "llama: the LM head reads the token embedding's weights instead of its own.", False
+        "The LM head reads the token embedding's weights instead of its own.", False
     )
+    norm_eps: float | None = option("llama: the RMSNorm epsilon; 1e-5 by default.", None)
+    head_dim: int | None = option(
+        "llama: the width of each attention head, set apart from --d-model over --heads.", None
+    )
+    # Llama 3's scaling of the rotary frequencies, read from the models that have it: all four
+    # or none (`zrodlo.model.families.rotary`).
+    rope_scaling_factor: float | None = option(None, None)
+    rope_low_frequency_factor: float | None = option(None, None)
+    rope_high_frequency_factor: float | None = option(None, None)
+    rope_original_positions: int | None = option(None, None)
 
 
 class Llama(Family):
@@ -78,19 +93,41 @@ class Llama(Family):
         "positions": "max_position_embeddings", "d_model": "hidden_size",
         "layers": "num_hidden_layers", "heads": "num_attention_heads", "d_ff": "intermediate_size",
         "kv_heads": "num_key_value_heads", "tie_embeddings": "tie_word_embeddings",
+        "norm_eps": "rms_norm_eps", "head_dim": "head_dim", "rope_theta": "rope_theta",
+        "rope_scaling_factor": "factor", "rope_low_frequency_factor": "low_freq_factor",
+        "rope_high_frequency_factor": "high_freq_factor",
+        "rope_original_positions": "original_max_position_embeddings",
     }  # fmt: skip
+    # What a family built as llama sets apart: biases on the queries, keys and values, and
+    # transformers' defaults of what its config.json may leave out.
+    qkv_bias: ClassVar[bool] = False
+    fixed_settings: ClassVar[dict[str, tuple[Any, Any]]] = _FIXED
+    transformers_norm_eps: ClassVar[float] = 1e-6
+    transformers_tied: ClassVar[bool] = False
+    written_settings: ClassVar[dict[str, Any]] = {"attention_bias": False, "mlp_bias": False}
 
     def settings(self, shape: dict[str, Any], given: dict[str, Any]) -> LlamaSettings:
         """The defaults as config.json records them: a key and value head a query head, and the
-        rotary base 10000."""
-        return LlamaSettings(**{"kv_heads": shape["heads"], "rope_theta": ROPE_THETA, **given})
+        rotary base 10000; the others unset."""
+        return self.Settings(**{"kv_heads": shape["heads"], "rope_theta": ROPE_THETA, **given})
+
+    def stated_head_width(self, config: ModelConfig) -> int | None:
+        return config.settings.head_dim
 
     def check(self, config: ModelConfig, name: Any) -> None:
-        kv_heads, theta = config.settings.kv_heads, config.settings.rope_theta
+        settings = config.settings
+        kv_heads, head_dim, eps = settings.kv_heads, settings.head_dim, settings.norm_eps
         if not is_whole(kv_heads) or kv_heads < 1 or config.heads % kv_heads != 0:
             raise Refusal(
                 f"{name('kv_heads')} {kv_heads} does not divide {name('heads')} {config.heads}; "
                 "each key and value head serves an equal share of the query heads"
+            )
+        if head_dim is not None and not (
+            is_whole(head_dim) and head_dim >= 2 and head_dim % 2 == 0
+        ):
+            raise Refusal(
+                f"{name('head_dim')} is {head_dim}; rotary positions turn pairs, so a head's "
+                "width is an even whole number of two or more"
             )
         if config.head_width % 2 != 0:
             raise Refusal(
@@ -98,18 +135,20 @@ class Llama(Family):
                 f"heads {config.head_width} wide; rotary positions turn pairs, so a head's width "
                 "is even"
             )
-        if not isinstance(theta, int | float) or not (math.isfinite(theta) and theta > 0):
-            raise Refusal(f"{name('rope_theta')} is {theta}; it must be a positive finite number")
+        if eps is not None and not (is_number(eps) and 0 < eps < 1):
+            raise Refusal(f"{name('norm_eps')} is {eps}; it must lie above 0 and below 1")
+        check_rotary(config, name)
 
     def parts(self, config: ModelConfig) -> Parts:
         settings = config.settings
         return Parts(
-            norm=Norm("rms", RMS_EPS),
+            norm=Norm("rms", RMS_EPS if settings.norm_eps is None else settings.norm_eps),
             attention=Attention(
                 kv_heads=settings.kv_heads,
-                qkv_bias=False,
+                head_width=config.head_width,
+                qkv_bias=self.qkv_bias,
                 out_bias=False,
-                rotary_theta=float(settings.rope_theta),
+                rotary=rotary_of(settings),
             ),
             feed_forward=FeedForward(gated=True, activation="silu", bias=False),
             learned_positions=False,
@@ -117,7 +156,7 @@ class Llama(Family):
         )
 
     def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:
-        settings = config.settings
+        settings, parts = config.settings, config.parts
         return {
             "architectures": [self.transformers_class],
             "model_type": self.model_type,
@@ -130,12 +169,10 @@ class Llama(Family):
             "num_key_value_heads": settings.kv_heads,
             "head_dim": config.head_width,
             "hidden_act": "silu",
-            "rms_norm_eps": RMS_EPS,
-            "rope_theta": settings.rope_theta,
-            "rope_scaling": None,
-            "attention_bias": False,
+            "rms_norm_eps": parts.norm.eps,
+            **rotary_to_transformers(settings),
+            **self.written_settings,
             "attention_dropout": config.attention_dropout,
-            "mlp_bias": False,
             "tie_word_embeddings": settings.tie_embeddings,
             "bos_token_id": bos,
             "eos_token_id": eos,
@@ -144,59 +181,38 @@ class Llama(Family):
         }
 
     def from_transformers(self, stated: dict[str, Any], file: Path) -> dict[str, Any]:
-        fixed(stated, _FIXED, file)
+        fixed(stated, self.fixed_settings, file)
         heads, d_model = stated["num_attention_heads"], stated["hidden_size"]
         head_dim = stated.get("head_dim")  # transformers' default: hidden_size over the heads
-        if head_dim is not None and not (
-            is_whole(head_dim) and is_whole(heads) and head_dim * heads == d_model
-        ):
-            raise Refusal(
-                f"{file} sets head_dim {head_dim} with num_attention_heads {heads}; Zrodlo's heads "
-                f"share hidden_size {d_model} equally"
-            )
+        if is_whole(heads) and is_whole(d_model) and heads > 0 and head_dim == d_model // heads:
+            head_dim = None  # not set apart: config.json says what it would be anyway
+        eps = stated.get("rms_norm_eps", self.transformers_norm_eps)
         return {
             "vocab_size": stated["vocab_size"], "positions": stated["max_position_embeddings"],
             "d_model": d_model, "layers": stated["num_hidden_layers"], "heads": heads,
             "d_ff": stated["intermediate_size"], "dropout": 0.0,
             "attention_dropout": stated.get("attention_dropout", 0.0), "architecture": self.name,
             "kv_heads": stated.get("num_key_value_heads", heads),
-            "rope_theta": _rope_theta(stated, file), "tie_embeddings": tied(stated, file, False),
+            "tie_embeddings": tied(stated, file, self.transformers_tied),
+            "norm_eps": None if eps == RMS_EPS else eps, "head_dim": head_dim,
+            **rotary_from_transformers(stated, file),
         }  # fmt: skip
 
     outer_names = _MODEL_NAMES
     block_prefix = "model.layers.{}."
+    base_prefix = "model."
 
     def block_names(
         self, config: ModelConfig, name: str, shape: tuple[int, ...]
     ) -> tuple[list[tuple[str, int]], bool]:
-        """The queries, keys and values of the fused projection, and the gate and up projections,
-        each under its own name; none is transposed."""
-        if name == "attention.qkv.weight":
+        """The queries, keys and values of the fused projection (weight and bias), and the gate
+        and up projections, each under its own name; none is transposed."""
+        kind = name.rsplit(".", 1)[-1]  # weight or bias
+        if name.startswith("attention.qkv."):
             kv_width = config.settings.kv_heads * config.head_width
-            rows = {"q_proj": config.d_model, "k_proj": kv_width, "v_proj": kv_width}
-            return [(f"self_attn.{part}.weight", n) for part, n in rows.items()], False
+            rows = {"q_proj": config.heads * config.head_width, "k_proj": kv_width,
+                    "v_proj": kv_width}  # fmt: skip
+            return [(f"self_attn.{part}.{kind}", n) for part, n in rows.items()], False
         if name == "mlp.gate_up.weight":
             return [(f"mlp.{part}.weight", config.d_ff) for part in ("gate_proj", "up_proj")], False
         return [(_BLOCK_NAMES[name], shape[0])], False
-
-
-def _rope_theta(stated: dict, file: Path) -> float:
-    """The rotary base: transformers 5 states it in rope_parameters, earlier versions as
-    rope_theta (transformers reads the second where the first has none); either way unscaled
-    and over the whole head."""
-    theta = stated.get("rope_theta", ROPE_THETA)
-    parameters = stated.get("rope_parameters")
-    if parameters is not None:
-        kind = (
-            parameters.get("rope_type", parameters.get("type"))
-            if isinstance(parameters, dict)
-            else None
-        )
-        if kind != "default" or set(parameters) - {"rope_type", "type", "rope_theta"}:
-            raise Refusal(
-                f"{file} sets rope_parameters to {parameters!r}; Zrodlo computes unscaled rotary "
-                "positions over the whole head only, so the model cannot be imported exactly"
-            )
-        theta = parameters.get("rope_theta", theta)
-    numeric = isinstance(theta, int | float) and not isinstance(theta, bool)
-    return float(theta) if numeric else theta  # anything else is refused with the configuration

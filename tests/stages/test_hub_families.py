@@ -1,0 +1,163 @@
+"""The small open models people fine-tune, as transformers builds them from each family's real
+configuration (shrunk to a few thousand weights, random): GPT-2 (its tanh GELU, its head tied),
+Llama 3.2 (Llama 3's rotary scaling, a tied head, heads set apart from the width), SmolLM2 (a tied
+llama) and Qwen2.5 (biases on the queries, keys and values, RMSNorm epsilon 1e-6, an embedding
+table longer than its tokenizer). Each goes through the real commands with every guarantee:
+imported with transformers' logits, evaluated to transformers' loss, sampled to transformers'
+greedy text, fine-tuned with dropout, resumed and run on two processes to the same bytes, and
+exported as the class it came from, computing the fine-tuned model's logits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import HELD_OUT_DOCUMENTS, TRAINING_DOCUMENTS
+from library_tokenizers import gpt2_file, llama3_file
+
+from oracles import transformers_loss
+from zrodlo.data.tokenizer import load_tokenizer
+from zrodlo.model.decoder import build_decoder
+from zrodlo.training.checkpoint import read_model
+
+# In `make test`, not `make check`: transformers models, training runs and worker processes.
+pytestmark = pytest.mark.slow
+
+transformers = pytest.importorskip("transformers")
+
+# attention_dropout on: fine-tuning draws dropout masks (GPT-2 drops at 0.1 by default).
+SHAPE = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+         "attention_dropout": 0.1}  # fmt: skip
+# Each family's configuration as its released models state it, at a tiny width.
+CASES = {
+    "gpt2": ("GPT2LMHeadModel", {"vocab_size": 360, "n_positions": 32, "n_embd": 32,
+                                 "n_layer": 2, "n_head": 4}),
+    "llama3.2": ("LlamaForCausalLM", {
+        **SHAPE, "vocab_size": 360, "max_position_embeddings": 32, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 16, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+        "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8},
+        "tie_word_embeddings": True}),
+    "smollm2": ("LlamaForCausalLM", {
+        **SHAPE, "vocab_size": 360, "max_position_embeddings": 32, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "rope_theta": 100000.0,
+        "tie_word_embeddings": True}),
+    "qwen2.5": ("Qwen2ForCausalLM", {
+        **SHAPE, "vocab_size": 400, "max_position_embeddings": 32, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": 32768,
+        "max_window_layers": 1}),
+}  # fmt: skip
+IDS = torch.tensor([[0, 5, 17, 80, 200, 33, 2, 9, 150, 64], [3, 3, 3, 100, 7, 250, 1, 0, 4, 5]])
+FLAGS = {"--context": 9, "--checkpoint-every": 2, "--micro-batch-size": 2}
+SAME = ("model.safetensors", "optimizer.safetensors", "config.json", "model.json")
+ZRODLO = Path(sys.executable).parent / "zrodlo"
+
+
+def saved(directory: Path, case: str) -> Path:
+    """The transformers model of `case`, random, saved with a tokenizer as a user's directory."""
+    class_name, config = CASES[case]
+    directory.mkdir()
+    (gpt2_file if case == "gpt2" else llama3_file)(directory / "tokenizer.json")
+    model_class = getattr(transformers, class_name)
+    torch.manual_seed(0)  # transformers' own initialisation: the fixture's weights only
+    model_class(model_class.config_class(**config)).save_pretrained(directory)
+    return directory
+
+
+def zrodlo(*args: object, cwd: Path) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    done = subprocess.run(
+        [str(ZRODLO), *(str(arg) for arg in args)], cwd=cwd, env=env, capture_output=True,
+        text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, ""), (args, done.stderr)
+    return done.stdout
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def case(request, tmp_path_factory, write_documents) -> tuple[str, Path]:
+    """A case's transformers directory, imported as `model`, with the documents prepared by the
+    imported tokenizer as `corpus` and `held-out`."""
+    root = tmp_path_factory.mktemp(request.param)
+    source = saved(root / "source", request.param)
+    zrodlo("model", "import", "--from", source, "--output", "model", cwd=root)
+    write_documents(root / "train.jsonl", {k: v * 3 for k, v in TRAINING_DOCUMENTS.items()})
+    write_documents(root / "held-out.jsonl", HELD_OUT_DOCUMENTS)
+    for documents, output in (("train.jsonl", "corpus"), ("held-out.jsonl", "held-out")):
+        zrodlo("corpus", "prepare", "--documents", documents, "--tokenizer", "model", "--output",
+               output, cwd=root)  # fmt: skip
+    return request.param, root
+
+
+def transformers_model(directory: Path):
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory, local_files_only=True)
+    return model.eval()
+
+
+def zrodlo_logits(model: Path) -> torch.Tensor:
+    loaded = read_model(model)
+    with torch.no_grad():
+        return build_decoder(loaded.config, loaded.weights).eval()(IDS)  # (2, 10, vocab)
+
+
+def test_an_import_computes_transformers_logits(case):
+    _, root = case
+    with torch.no_grad():
+        expected = transformers_model(root / "source")(IDS).logits  # (2, 10, vocab)
+    torch.testing.assert_close(zrodlo_logits(root / "model"), expected, rtol=0, atol=1e-5)
+
+
+def test_an_import_is_evaluated_to_transformers_loss(case):
+    _, root = case
+    zrodlo("model", "evaluate", "--model", "model", "--corpus", "held-out", "--context", 9,
+           "--output", "scores.json", cwd=root)  # fmt: skip
+    scores = json.loads((root / "scores.json").read_text())
+    loss = transformers_loss(transformers_model(root / "source"), root / "held-out", 9)
+    assert scores["corpora"]["held-out"]["loss"] == pytest.approx(loss, abs=1e-5)
+
+
+def test_greedy_sampling_is_transformers_greedy_generation(case):
+    _, root = case
+    tokenizer = load_tokenizer(root / "model")
+    prompt = "the "
+    text = zrodlo("model", "sample", "--model", "model", "--prompt", prompt, "--tokens", 12,
+                  "--temperature", 0, "--seed", 1, cwd=root)  # fmt: skip
+    ids = torch.tensor([[tokenizer.bos, *tokenizer.encode(prompt).tolist()]])
+    # Every position attended: where BOS is EOS, which pads, transformers would mask it out.
+    generated = transformers_model(root / "source").generate(
+        ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False,
+        eos_token_id=None, pad_token_id=tokenizer.eos,
+    )  # fmt: skip
+    assert text.rstrip("\n") == tokenizer.decode(generated[0, 1:].tolist())
+
+
+def test_a_fine_tune_resumes_and_shares_its_bytes_and_exports_as_its_family(
+    case, train_args, resume_args
+):
+    """Fine-tuned 4 steps with dropout, checkpoints at 2 and 4: resumed from 2, and run on two
+    processes, to the same bytes; exported as the class it was imported from."""
+    name, root = case
+    runs = {}
+    for run, extra in (("run", ()), ("shared", ("--processes", 2))):
+        args = train_args(root / "model", root / "corpus", root / run, 4, FLAGS)
+        zrodlo(*args, *extra, cwd=root)
+        runs[run] = root / run
+    zrodlo(*resume_args(root / "run" / "step-2", root / "corpus", root / "resumed", 4), cwd=root)
+    runs["resumed"] = root / "resumed"
+    for other in ("shared", "resumed"):
+        for file in SAME:
+            assert (runs[other] / "step-4" / file).read_bytes() == (
+                runs["run"] / "step-4" / file
+            ).read_bytes(), (other, file)
+    zrodlo("model", "export", "--model", root / "run" / "step-4", "--output", "exported", cwd=root)
+    exported = transformers_model(root / "exported")
+    assert type(exported).__name__ == CASES[name][0]
+    with torch.no_grad():
+        expected = exported(IDS).logits  # (2, 10, vocab)
+    torch.testing.assert_close(zrodlo_logits(root / "run" / "step-4"), expected, rtol=0, atol=1e-5)
