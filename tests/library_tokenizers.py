@@ -1,6 +1,6 @@
 """Tokenizer files as the `tokenizers` library writes them, trained by its own trainers on a few
-texts: the GPT-2 family's byte-level BPE (GPT-2's and Llama 3's layouts), and kinds Zrodlo does
-not import (WordPiece, Unigram, WordLevel, a SentencePiece-style BPE)."""
+texts: the GPT-2 family's byte-level BPE (GPT-2's, Llama 3's and Qwen2's layouts), and kinds
+Zrodlo does not import (WordPiece, Unigram, WordLevel, a SentencePiece-style BPE)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+# Qwen2's split: Llama 3's, but one digit a piece.
+QWEN2_SPLIT = LLAMA3_SPLIT.replace(r"\p{N}{1,3}", r"\p{N}")
+QWEN2_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def _byte_level(built: Tokenizer, specials: list[str], vocab_size: int) -> Tokenizer:
@@ -55,6 +58,24 @@ def llama3_file(path: Path, vocab_size: int = 400) -> Path:
     _byte_level(built, specials, vocab_size).save(str(path))
     config = {"bos_token": specials[0], "eos_token": {"content": specials[1], "special": True}}
     (path.parent / "tokenizer_config.json").write_text(json.dumps(config))
+    return path
+
+
+def qwen2_file(path: Path, vocab_size: int = 400) -> Path:
+    """Qwen2's layout: each text put in Unicode's NFC, its own split, then ByteLevel without a
+    regex or offsets trimmed; three special tokens after the vocabulary's ids and no
+    tokenizer_config.json, so documents are framed by the tokens an import names."""
+    built = Tokenizer(models.BPE())
+    built.normalizer = normalizers.NFC()
+    built.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
+    _byte_level(built, [], vocab_size)
+    built.add_special_tokens(QWEN2_SPECIALS)
+    built.save(str(path))
     return path
 
 

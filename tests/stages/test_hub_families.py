@@ -2,7 +2,7 @@
 configuration (shrunk to a few thousand weights, random): GPT-2 (its tanh GELU, its head tied),
 Llama 3.2 (Llama 3's rotary scaling, a tied head, heads set apart from the width), SmolLM2 (a tied
 llama) and Qwen2.5 (biases on the queries, keys and values, RMSNorm epsilon 1e-6, an embedding
-table longer than its tokenizer). Each goes through the real commands with every guarantee:
+table longer than its tokenizer, which normalizes to NFC and names no BOS). Each goes through the real commands with every guarantee:
 imported with transformers' logits, evaluated to transformers' loss, sampled to transformers'
 greedy text, fine-tuned with dropout, resumed and run on two processes to the same bytes, and
 exported as the class it came from, computing the fine-tuned model's logits."""
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import HELD_OUT_DOCUMENTS, TRAINING_DOCUMENTS
-from library_tokenizers import gpt2_file, llama3_file
+from library_tokenizers import gpt2_file, llama3_file, qwen2_file
 
 from oracles import transformers_loss
 from zrodlo.data.tokenizer import load_tokenizer
@@ -63,7 +63,12 @@ def saved(directory: Path, case: str) -> Path:
     """The transformers model of `case`, random, saved with a tokenizer as a user's directory."""
     class_name, config = CASES[case]
     directory.mkdir()
-    (gpt2_file if case == "gpt2" else llama3_file)(directory / "tokenizer.json")
+    if case == "qwen2.5":  # NFC, Qwen2's split; no BOS, as its tokenizer_config.json says
+        qwen2_file(directory / "tokenizer.json")
+        framing = {"bos_token": None, "eos_token": "<|endoftext|>"}
+        (directory / "tokenizer_config.json").write_text(json.dumps(framing))
+    else:
+        (gpt2_file if case == "gpt2" else llama3_file)(directory / "tokenizer.json")
     model_class = getattr(transformers, class_name)
     torch.manual_seed(0)  # transformers' own initialisation: the fixture's weights only
     model_class(model_class.config_class(**config)).save_pretrained(directory)

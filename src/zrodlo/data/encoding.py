@@ -6,13 +6,15 @@ The tokens travel through memory the two processes share: a ring of a few slots,
 twice a batch, that the child encodes straight into in turn and the caller hands back once it is
 done with a batch (a batch too large for a slot goes down the pipe instead). The ids and sizes go down a
 pipe. The child waits for a free slot, so it runs at most a ring ahead of the caller, and memory
-stays bounded by the batch size. A refusal in the child (a bad line, a repeated id) reaches the
-caller as the same refusal, raised when the caller reaches the batch it stopped at. Where forking
-is not safe (macOS, Windows) the batches are encoded in the caller's process, to the same bytes.
+stays bounded by the batch size. A refusal in the child (a bad line, a repeated id, a text the
+tokenizer would not give back) reaches the caller as the same refusal, raised when the caller
+reaches the batch it stopped at. Where forking is not safe (macOS, Windows) the batches are
+encoded in the caller's process, to the same bytes.
 """
 
 from __future__ import annotations
 
+import json
 import mmap
 import multiprocessing
 import sys
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zrodlo.data.documents import batched, read_documents
+from zrodlo.data.documents import Document, batched, read_documents
 from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.storage.refusal import Refusal
 
@@ -122,11 +124,22 @@ class _Failed:
     traceback: str
 
 
+def _texts(documents: Path, batch: list[Document], tokenizer: Tokenizer) -> list[str]:
+    """The texts of a batch, refused at the first that would not decode back as written once the
+    tokenizer encoded it (a text not in the normal form the tokenizer puts each text in)."""
+    for document in batch:
+        problem = tokenizer.text_problem(document.text)
+        if problem is not None:
+            shown = json.dumps(document.id, ensure_ascii=False)
+            raise Refusal(f"{documents} line {document.line} (id {shown}) has a text {problem}")
+    return [document.text for document in batch]
+
+
 def _encode(
     documents: Path, tokenizer: Tokenizer, dtype: np.dtype, characters: int
 ) -> Iterator[Batch]:
     for batch in batched(read_documents(documents), characters):
-        texts = [document.text for document in batch]
+        texts = _texts(documents, batch, tokenizer)
         tokens, sizes = tokenizer.encode_documents(texts, dtype)
         yield Batch([document.id for document in batch], tokens, sizes, sum(map(len, texts)))
 
@@ -150,7 +163,7 @@ def _encode_into(
                 ring, dtype=dtype, count=slot_size // dtype.itemsize, offset=turn * slot_size
             )
             # Encoded straight into the slot where the batch fits, with no array of its own.
-            texts = [document.text for document in batch]
+            texts = _texts(documents, batch, tokenizer)
             tokens, sizes = tokenizer.encode_documents(texts, dtype, out=room)
             ids, characters = [document.id for document in batch], sum(map(len, texts))
             if len(tokens) > len(room):  # too large for a slot: down the pipe

@@ -112,6 +112,7 @@ def report(
     from zrodlo.draws.chacha import check_seed
     from zrodlo.evaluation.sample import (
         UnknownCharactersWarning,
+        check_prompt,
         check_sampling,
         draw,
         unknown_warning,
@@ -127,6 +128,7 @@ def report(
     check_seed(sample_seed)
     loaded, trainer = read_model_and_record(model)  # each file read and checked once
     check_tokenizer_fits(loaded)
+    check_prompt(loaded.tokenizer, sample_prompt)
     steps = read_steps(run)
     if trainer is not None:
         step = int(trainer["step"])

@@ -41,6 +41,14 @@ def check_sampling(tokens: int, temperature: float, top_k: int | None) -> None:
         raise Refusal(f"--top-k is {top_k}; it must be one or more, or left out for all tokens")
 
 
+def check_prompt(tokenizer: Tokenizer, prompt: str) -> None:
+    """Refuse a prompt the tokenizer would not read as written (one not in the normal form it puts
+    each text in): the sample would continue another text than the one printed before it."""
+    problem = tokenizer.text_problem(prompt)
+    if problem is not None:
+        raise Refusal(f"the prompt is {problem}")
+
+
 def unknown_characters(tokenizer: Tokenizer, prompt: str) -> list[str]:
     """The prompt's characters the tokenizer does not know, in order of first appearance (none
     for a byte-level tokenizer, which knows every text)."""
@@ -133,6 +141,7 @@ def sample(
     check_seed(seed)
     loaded = read_model(model)
     check_tokenizer_fits(loaded)
+    check_prompt(loaded.tokenizer, prompt)
     target = resolve_device(device, ordinal, "f32")
     warning = unknown_warning(loaded.tokenizer, prompt)
     if warning:

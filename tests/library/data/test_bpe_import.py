@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from library_tokenizers import edited, gpt2_file, llama3_file, other_file
+from library_tokenizers import edited, gpt2_file, llama3_file, other_file, qwen2_file
 from tokenizers import Tokenizer
 
 from zrodlo.data.tokenizer import library_encoding, load_tokenizer
@@ -107,8 +107,8 @@ def drop_byte(data: dict) -> None:
          "byte would not encode"),
         (lambda d: d["model"]["merges"].append(["zz", "qq"]),
          "the tokenizers library does not load it: Token `zz` out of vocabulary"),
-        (lambda d: d.update(normalizer={"type": "NFC"}),
-         "it normalizes each text (NFC), and a corpus keeps a text as it is"),
+        (lambda d: d.update(normalizer={"type": "NFKC"}),
+         "it normalizes each text (NFKC), and a corpus keeps a text as it is"),
         (lambda d: d["pre_tokenizer"].update(add_prefix_space=True),
          "its pre-tokenizer adds a space before each text, which decoding would keep"),
         (lambda d: d["model"].update(dropout=0.1),
@@ -168,6 +168,17 @@ def test_the_frame_must_be_named_where_the_file_does_not_say(tmp_path):
         source, tmp_path / "out", bos="<|end_of_text|>", eos="<|end_of_text|>"
     )
     assert tokenizer.bos == tokenizer.eos
+
+
+def test_a_model_without_a_bos_starts_each_document_with_its_eos(tmp_path):
+    """Qwen2.5's tokenizer_config.json names no BOS (null) and <|endoftext|> as EOS, which is what
+    separates its pretraining documents: each document starts and ends with it, as GPT-2's do."""
+    source = qwen2_file(tmp_path / "tokenizer.json")
+    config = {"bos_token": None, "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    tokenizer = import_tokenizer(source, tmp_path / "out")
+    end = tokenizer.library.token_to_id("<|endoftext|>")
+    assert (tokenizer.bos, tokenizer.eos) == (end, end)
 
 
 @pytest.mark.parametrize(

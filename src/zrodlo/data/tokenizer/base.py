@@ -9,6 +9,7 @@ content, so two tokenizers with one digest encode every text the same way.
 
 from __future__ import annotations
 
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from functools import cached_property
@@ -34,6 +35,9 @@ class Tokenizer(ABC):
     bos: int
     eos: int
     unk: int | None
+    # The Unicode normalization form the kind puts each text in before encoding it, or None: a
+    # text in another form would come back changed, so it is refused (`text_problem`).
+    normal_form: str | None = None
 
     @property
     @abstractmethod
@@ -75,6 +79,18 @@ class Tokenizer(ABC):
     @abstractmethod
     def decode(self, ids: Iterable[int]) -> str:
         """Text of token ids; BOS and EOS are dropped."""
+
+    def text_problem(self, text: str) -> str | None:
+        """Why `text` would not decode back as written once encoded, the end of a sentence that
+        names it; None for a text that would (every text, for a kind without a normal form)."""
+        form = self.normal_form
+        if form is None or unicodedata.is_normalized(form, text):
+            return None
+        return (
+            f"not in Unicode normalization form {form}, which the tokenizer puts every text in "
+            "before encoding it, so it would not decode back as written; normalize the text to "
+            f"{form} first"
+        )
 
     @cached_property
     def digest(self) -> str:

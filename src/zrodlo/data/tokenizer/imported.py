@@ -5,9 +5,10 @@ Zrodlo's tokenizer.json of kind "imported-bpe" holds the file's JSON whole (less
 truncation settings, which belong to a call and would cut documents), the ids of the tokens that
 frame each document as BOS and EOS, and the digest of both. Only files whose every text encodes
 and decodes back are taken: a BPE model over the 256 byte symbols, one of the GPT-2 family's
-released pre-tokenizers (`library_pretokenizer.py`), the byte-level decoder, no normalizer and no
-dropout, added tokens that decode to their own text under the ids the library gives them
-(`library_tokens.py`). A text that holds the name of a special token is text: special tokens only
+released pre-tokenizers (`library_pretokenizer.py`), the byte-level decoder, no dropout, added
+tokens that decode to their own text under the ids the library gives them (`library_tokens.py`),
+and no normalizer but Qwen2's NFC, which leaves a text in NFC as it is: a text in another form is
+refused where it is encoded (`Tokenizer.text_problem`). A text that holds the name of a special token is text: special tokens only
 frame documents, and no text encodes to one. A file whose import would be larger than a command
 reads as a tokenizer.json is refused before anything is written.
 """
@@ -27,6 +28,7 @@ from zrodlo.data.tokenizer.base import FILE_NAME
 from zrodlo.data.tokenizer.bpe_training import byte_symbols
 from zrodlo.data.tokenizer.library_encoding import LibraryEncoding
 from zrodlo.data.tokenizer.library_file import (
+    NFC,
     check_library_file,
     frame_id,
     read_library_file,
@@ -61,6 +63,12 @@ class ImportedBPE(LibraryEncoding):
         built = Tokenizer.from_str(self.source)
         built.encode_special_tokens = True  # the name of a special token in a text is text
         return built
+
+    @cached_property
+    def normal_form(self) -> str | None:  # type: ignore[override]
+        """NFC for a file that puts each text in it (Qwen2's), else None: the only normalizer
+        taken (`check_library_file`)."""
+        return "NFC" if self.file.get("normalizer") == NFC else None
 
     @cached_property
     def splits_at_lines(self) -> bool:  # type: ignore[override]

@@ -25,6 +25,10 @@ from zrodlo.storage.refusal import Refusal
 CONFIG_FILE = "tokenizer_config.json"  # transformers' file beside tokenizer.json
 # The settings of an encoding call, not of the tokenizer: dropped on import.
 CALL_SETTINGS = ("padding", "truncation")
+# Qwen2's normalizer: each text put in Unicode's normalization form C, which leaves a text already
+# in it as it is (most text is); a text that is not is refused where it is encoded
+# (`Tokenizer.text_problem`), so every text encoded still comes back.
+NFC = {"type": "NFC"}
 
 
 def _vocabulary_problem(model: dict) -> str | None:
@@ -72,9 +76,13 @@ def check_library_file(file: Any) -> str | None:
     decoder = file.get("decoder")
     if not isinstance(decoder, dict) or decoder.get("type") != "ByteLevel":
         return "its decoder is not ByteLevel, so its tokens would not decode to the text's bytes"
-    if file.get("normalizer") is not None:
-        kind = file["normalizer"].get("type") if isinstance(file["normalizer"], dict) else None
-        return f"it normalizes each text ({kind}), and a corpus keeps a text as it is"
+    normalizer = file.get("normalizer")
+    if normalizer is not None and normalizer != NFC:
+        kind = normalizer.get("type") if isinstance(normalizer, dict) else None
+        return (
+            f"it normalizes each text ({kind}), and a corpus keeps a text as it is; the one "
+            "normalizer Zrodlo takes is NFC alone, which leaves a text in NFC as it is"
+        )
     if model.get("dropout") not in (None, 0, 0.0):
         return "its BPE drops merges at random (dropout), so a text would encode more than one way"
     if model.get("continuing_subword_prefix") or model.get("end_of_word_suffix"):
@@ -134,13 +142,19 @@ def frame_id(source: Path, file: dict, flag: str, given: str | None) -> int:
     names = _special_by_name(file)
     role = "bos_token" if flag == "--bos" else "eos_token"
     chosen = given if given is not None else _configured(source, role)
+    if chosen is None and flag == "--bos":
+        # A model with no BOS (Qwen2.5) separates its documents with its EOS: each starts with it
+        # too, as GPT-2's do.
+        chosen = _configured(source, "eos_token")
     if chosen is None:
         if len(names) == 1:
             return next(iter(names.values()))
         listed = ", ".join(sorted(names)) or "none"
+        beside = (source.parent / CONFIG_FILE).is_file()
+        config = f"its {CONFIG_FILE} names none" if beside else f"no {CONFIG_FILE} beside it"
         raise Refusal(
             f"{source} names no token to {'start' if flag == '--bos' else 'end'} each document "
-            f"(no {CONFIG_FILE} beside it, and its special tokens are {listed}); name it with {flag}"
+            f"({config}, and its special tokens are {listed}); name it with {flag}"
         )
     if chosen not in names:
         raise Refusal(
