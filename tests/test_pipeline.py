@@ -43,7 +43,10 @@ DOCUMENTS = {
     "note-10": "snow on the hills",
     "note-11": "boats drift by the pier",
 }
-PARAMS = "splits:\n  validation: 0.2\n  test: 0.2\ntokenizer:\n  kind: char\n  vocab_size: 1024\n"
+PARAMS = (
+    "splits:\n  validation: 0.2\n  test: 0.2\ntokenizer:\n  kind: char\n  vocab_size: 1024\n"
+    "init:\n  from: null\n"
+)
 DOWNSTREAM = ["split", "tokenizer", "prepare@train", "prepare@validation", "prepare@test"]
 
 # What the pipeline gives for DOCUMENTS and PARAMS: a change in any is a change in behaviour.
@@ -100,6 +103,7 @@ def make_repository(repo: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     shutil.copytree(ROOT / "src", repo / "src", ignore=ignore)
     shutil.copytree(ROOT / "stages", repo / "stages", ignore=ignore)
+    shutil.copytree(ROOT / "pretrained", repo / "pretrained")  # a dependency of the tokenizer
     (repo / "data").mkdir()
     (repo / "corpus").mkdir()
     lines = [json.dumps({"id": i, "text": t}, ensure_ascii=False) for i, t in DOCUMENTS.items()]

@@ -26,6 +26,12 @@ def params_with(tmp_path: Path, **changes: dict) -> Path:
     return path
 
 
+FROM_RULE = (
+    "it is null, for a tokenizer fitted and weights drawn, or a transformers directory inside "
+    "pretrained/, the folder the tokenizer and init stages depend on"
+)
+
+
 def kept_checkpoints(steps: int, every: int, keep: int) -> list[int]:
     """What the train stage leaves, from seed 001's words: a checkpoint every `every` steps and at
     the last, the newest `keep` of them kept."""
@@ -107,6 +113,9 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
         ({"train": {"warmup": 0.6, "decay": 0.5}},
          "train.warmup 0.6 and train.decay 0.5 add up to more than train.steps; the decay ends "
          "at the last step"),
+        *(({"init": {"from": value}}, f"init.from is {value!r}; {FROM_RULE}")
+          for value in ("/home/me/smollm", "smollm", "pretrained", "pretrained/../smollm",
+                        "pretrained/it's", "", 3)),
     ],
 )  # fmt: skip
 def test_a_refusal_names_the_params(tmp_path, changes, sentence):
@@ -212,3 +221,17 @@ def test_the_check_refuses_a_tokenizer_section_naming_the_params(tmp_path, secti
     with pytest.raises(Refusal) as refused:
         check_params(params_with(tmp_path, tokenizer=section))
     assert refused.value.sentence == sentence
+
+
+def test_a_model_to_start_from_leaves_the_tokenizer_and_init_keys_unread(tmp_path):
+    """With init.from the tokenizer and the model are the directory's: the kind, the vocabulary
+    size, the shape and the positions those keys would give are not checked, and model init,
+    which the init stage then does not run, is given no `from`."""
+    params = params_with(
+        tmp_path,
+        init={"from": "pretrained/smollm", "preset": "huge", "positions": 8},
+        tokenizer={"kind": "word"},
+    )
+    check_params(params)
+    init = yaml.safe_load(params.read_text())["init"]
+    assert "from" not in command_options({"init": init}, "model init")

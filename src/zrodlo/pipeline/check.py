@@ -6,13 +6,15 @@ sentences that name the params, and so is what no command can see, how the secti
 checkpoint the resume stage continues must be one the train stage writes and keeps, the context a
 window reads must fit the model's positions, the processes must divide a step's micro-batches. The
 `pipeline` stage checks all of it, so that an experiment that could not finish is refused before
-it trains.
+it trains. Where init.from names a transformers directory to start from, the tokenizer and the
+model are the directory's, and the keys of the tokenizer and init sections that would make them
+are not read (the train stage holds the context to the imported model's positions).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from zrodlo.data.pools import check_shares
@@ -44,6 +46,11 @@ RULES = (
     "report: a sample model sample accepts",
 )
 
+# The folder that holds the transformers directories init.from may name. DVC hashes every
+# dependency of a stage and refuses one whose path is null, so the tokenizer and init stages depend
+# on this folder, which the repository keeps, whether or not init.from names a directory in it.
+PRETRAINED = "pretrained"
+
 # The sections the pipeline's stages read, each checked below.
 SECTIONS = ("documents", "splits", "tokenizer", "init", "train", "resume", "evaluate", "report")
 
@@ -70,16 +77,20 @@ def check_params(
     }
     splits, init, train = sections["splits"], sections["init"], sections["train"]
     as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
-    tokenizer = taken["tokenizer fit"]
-    as_params("tokenizer", lambda: check_fit(tokenizer.get("kind"), tokenizer.get("vocab_size")))
-    _check_init(taken["model init"])
-    as_params("init", lambda: check_seed(init["seed"]))
+    drawn = _check_from(init.get("from"))
+    if drawn:
+        tokenizer = taken["tokenizer fit"]
+        as_params(
+            "tokenizer", lambda: check_fit(tokenizer.get("kind"), tokenizer.get("vocab_size"))
+        )
+        _check_init(taken["model init"])
+        as_params("init", lambda: check_seed(init["seed"]))
     values = {
         key: v for key, v in taken["model train"].items() if key in RunPlan.__dataclass_fields__
     }
     plan = as_params("train", lambda: RunPlan(**values, shuffle=True))
     as_params("train", plan.validate)
-    if train["context"] - 1 > init["positions"]:
+    if drawn and train["context"] - 1 > init["positions"]:
         raise Refusal(
             f"train.context {train['context']} makes the model read {train['context'] - 1} "
             f"tokens, more than the init.positions {init['positions']} it has; raise "
@@ -153,6 +164,23 @@ def _check_documents(documents: dict) -> None:
             "documents.source is not given; it is the folder, .txt, .jsonl, .parquet or .csv "
             "file the documents stage imports"
         )
+
+
+def _check_from(source: Any) -> bool:
+    """Whether the pipeline fits its tokenizer and draws its weights (init.from null), or imports
+    the transformers directory init.from names, which must lie inside the folder the tokenizer and
+    init stages depend on, so that dvc.lock holds its hash."""
+    if source is None:
+        return True
+    parts = PurePosixPath(source).parts if isinstance(source, str) else ()
+    # A quote would end the shell's quoting of the path in dvc.yaml's commands.
+    if len(parts) < 2 or parts[0] != PRETRAINED or ".." in parts or "'" in source:
+        raise Refusal(
+            f"init.from is {source!r}; it is null, for a tokenizer fitted and weights drawn, or a "
+            f"transformers directory inside {PRETRAINED}/, the folder the tokenizer and init "
+            "stages depend on"
+        )
+    return False
 
 
 def _check_init(init: dict[str, Any]) -> None:

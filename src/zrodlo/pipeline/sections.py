@@ -6,7 +6,9 @@ A command reads its stage's own section, every key one of its options (`skip-emp
 `skip_empty` alike), and may take single values of other sections (the resume stage continues the
 train stage's run); a null value is no value. Where the params say a thing otherwise than the flag
 does, the section's conversion turns one into the other: the schedule's shares of train.steps
-become whole updates, and only the keys of the tokenizer kind in use reach tokenizer fit.
+become whole updates, only the keys of the tokenizer kind in use reach tokenizer fit, and init.from
+(the transformers directory the pipeline imports instead of running tokenizer fit and model init,
+dvc.yaml passing it to the import commands) reaches no command.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ def _kind_keys(tokenizer: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in tokenizer.items() if key in taken or kind is None}
 
 
+def _drawn(init: dict[str, Any]) -> dict[str, Any]:
+    """The init section less `from`, the directory the init stage imports when it is set: what
+    model init takes."""
+    return {key: value for key, value in init.items() if key != "from"}
+
+
 @dataclass(frozen=True)
 class Reads:
     """What a command reads: `section`, whose every key is an option of the command once
@@ -49,7 +57,7 @@ COMMANDS = {
     "documents import": Reads("documents"),
     "documents assign": Reads("splits"),
     "tokenizer fit": Reads("tokenizer", convert=_kind_keys),
-    "model init": Reads("init"),
+    "model init": Reads("init", convert=_drawn),
     "model train": Reads("train", convert=_schedule),
     "checkpoint resume": Reads(None, {name: f"train.{name}" for name in _RESUMED}),
     "model evaluate": Reads(
