@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import ZRODLO
-from library_tokenizers import gpt2_file, llama3_file
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
+from transformers_models import loaded, saved
 
 from zrodlo.training.checkpoint import read_model
 
@@ -30,35 +30,6 @@ transformers = pytest.importorskip("transformers")
 # The address space the command runs in: about twice what an import of a small model maps, and
 # less than the gigabytes the configurations and headers below claim.
 ADDRESS_SPACE = 2 << 30
-
-
-def saved(root: Path, kind: str, **settings: object) -> Path:
-    """A small transformers model of `kind` (two layers, 32 wide) saved with a tokenizer."""
-    torch.manual_seed(0)
-    directory = root / f"hf-{kind}"
-    directory.mkdir()
-    shape = {"vocab_size": 360, "tie_word_embeddings": kind == "gpt2", **settings}
-    if kind == "gpt2":
-        gpt2_file(directory / "tokenizer.json")
-        config = transformers.GPT2Config(
-            n_positions=32, n_embd=32, n_layer=2, n_head=4, activation_function="gelu", **shape
-        )
-        model = transformers.GPT2LMHeadModel(config)
-    else:
-        llama3_file(directory / "tokenizer.json")
-        config = transformers.LlamaConfig(
-            max_position_embeddings=32, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, **shape,
-        )  # fmt: skip
-        model = transformers.LlamaForCausalLM(config)
-    model.save_pretrained(directory)
-    return directory
-
-
-def loaded(path: Path) -> dict[str, torch.Tensor]:
-    """The tensors of a safetensors file, copied: `load_file` gives views of the file mapped, which
-    change when it is written over."""
-    return {name: tensor.clone() for name, tensor in load_file(path).items()}
 
 
 def edit_config(source: Path, **values: object) -> Path:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import ZRODLO
-from library_tokenizers import gpt2_file, llama3_file
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
+from transformers_models import loaded, saved
 
 from zrodlo.model.decoder import build_decoder
 from zrodlo.training.checkpoint import read_model
@@ -33,40 +33,13 @@ SHARD_SIZE = "50KB"
 ADDRESS_SPACE = 2 << 30  # less than the gigabytes the configurations below claim
 
 
-def saved(root: Path, kind: str, shard_size: str | None = SHARD_SIZE, **settings) -> Path:
-    """A small transformers model of `kind` (two layers, 32 wide) saved with a tokenizer, its
-    weights in shards of `shard_size` (one file where None)."""
-    torch.manual_seed(0)  # transformers' own initialisation: the fixture's weights only
-    directory = root / f"hf-{kind}"
-    directory.mkdir()
-    shape = {"vocab_size": 360, "tie_word_embeddings": kind == "gpt2", **settings}
-    if kind == "gpt2":
-        gpt2_file(directory / "tokenizer.json")
-        config = transformers.GPT2Config(
-            n_positions=32, n_embd=32, n_layer=2, n_head=4, activation_function="gelu", **shape
-        )
-        model = transformers.GPT2LMHeadModel(config)
-    else:
-        llama3_file(directory / "tokenizer.json")
-        config = transformers.LlamaConfig(
-            max_position_embeddings=32, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, **shape,
-        )  # fmt: skip
-        model = transformers.LlamaForCausalLM(config)
-    if shard_size is None:
-        model.save_pretrained(directory)
-    else:
-        model.save_pretrained(directory, max_shard_size=shard_size)
-    return directory
+def sharded(root: Path, kind: str, **settings: object) -> Path:
+    """A small transformers model of `kind` saved with a tokenizer, its weights in shards."""
+    return saved(root, kind, SHARD_SIZE, **settings)
 
 
 def weight_map(source: Path) -> dict[str, str]:
     return json.loads((source / INDEX).read_text())["weight_map"]
-
-
-def loaded(path: Path) -> dict[str, torch.Tensor]:
-    """A safetensors file's tensors, copied: `load_file` views the file, which a test rewrites."""
-    return {name: tensor.clone() for name, tensor in load_file(path).items()}
 
 
 def rewrite(path: Path, tensors: dict[str, torch.Tensor]) -> None:
@@ -92,7 +65,7 @@ def assert_imported_as_transformers_reads_it(source: Path, root: Path, run_zrodl
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])
 def test_sharded_weights_import_as_transformers_reads_them(kind, tmp_path, run_zrodlo):
-    source = saved(tmp_path, kind)
+    source = sharded(tmp_path, kind)
     assert not (source / "model.safetensors").exists()
     assert len(set(weight_map(source).values())) > 2
     assert_imported_as_transformers_reads_it(source, tmp_path, run_zrodlo)
@@ -101,7 +74,7 @@ def test_sharded_weights_import_as_transformers_reads_them(kind, tmp_path, run_z
 def test_gpt2_as_the_hub_keeps_it_imports_as_transformers_reads_it(tmp_path, run_zrodlo):
     """The hub's GPT-2 holds its base model's names without "transformer.", no head (it is tied)
     and the attention's mask buffers, which nothing reads."""
-    source = saved(tmp_path, "gpt2", shard_size=None)
+    source = saved(tmp_path, "gpt2")
     file = source / "model.safetensors"
     weights = loaded(file)
     weights.pop("lm_head.weight", None)
@@ -125,7 +98,7 @@ def other_shard(source: Path, name: str) -> Path:
 
 
 def test_two_shards_holding_one_tensor_are_refused(tmp_path, assert_refused):
-    source = saved(tmp_path, "gpt2")
+    source = sharded(tmp_path, "gpt2")
     name = "transformer.ln_f.weight"
     holder, other = shard_of(source, name), other_shard(source, name)
     rewrite(other, {**loaded(other), name: loaded(holder)[name]})
@@ -137,7 +110,7 @@ def test_two_shards_holding_one_tensor_are_refused(tmp_path, assert_refused):
 
 
 def test_an_index_naming_a_missing_shard_is_refused(tmp_path, assert_refused):
-    source = saved(tmp_path, "llama")
+    source = sharded(tmp_path, "llama")
     shard = shard_of(source, "model.norm.weight")
     shard.unlink()
     assert_refused(
@@ -149,7 +122,7 @@ def test_an_index_naming_a_missing_shard_is_refused(tmp_path, assert_refused):
 @pytest.mark.parametrize("moved", [True, False])
 def test_an_index_that_disagrees_with_its_shards_is_refused(tmp_path, assert_refused, moved):
     """A tensor the index places in a shard that does not hold it, or leaves out."""
-    source = saved(tmp_path, "gpt2")
+    source = sharded(tmp_path, "gpt2")
     name, index = "transformer.h.1.ln_2.bias", source / INDEX
     holder, other = shard_of(source, name), other_shard(source, name)
     stated = json.loads(index.read_text())
@@ -177,7 +150,7 @@ def test_an_index_that_disagrees_with_its_shards_is_refused(tmp_path, assert_ref
 def test_a_shard_tensor_that_disagrees_with_config_json_is_refused_naming_the_shard(
     tmp_path, assert_refused, name, change, refusal
 ):
-    source = saved(tmp_path, "gpt2")
+    source = sharded(tmp_path, "gpt2")
     shard = shard_of(source, name)
     tensors = loaded(shard)
     rewrite(shard, {**tensors, name: change(tensors[name])})
@@ -217,7 +190,7 @@ def run_in_limited_memory(*args: object, cwd: Path) -> tuple[int, str, str]:
 def test_a_config_json_larger_than_its_shards_is_refused_before_it_is_built(
     tmp_path, snapshot, values, refusal
 ):
-    source = saved(tmp_path, "gpt2", tie_word_embeddings=False)  # the file holds the head
+    source = sharded(tmp_path, "gpt2", tie_word_embeddings=False)  # the file holds the head
     file = source / "config.json"
     file.write_text(json.dumps({**json.loads(file.read_text()), **values}))
     before = snapshot(tmp_path)
@@ -249,7 +222,7 @@ def test_a_config_json_larger_than_its_shards_is_refused_before_it_is_built(
 def test_an_index_that_names_no_shards_of_the_directory_is_refused(
     tmp_path, assert_refused, text, refusal
 ):
-    source = saved(tmp_path, "gpt2")
+    source = sharded(tmp_path, "gpt2")
     (source / "sub").mkdir()  # a file there, so that the name alone is refused
     first = min(weight_map(source).values())
     (source / "sub" / "model.safetensors").write_bytes((source / first).read_bytes())
