@@ -43,6 +43,7 @@ SCRIPTS = {
     "tokenizers": "tokenizers_compared.py",
     "sampling": "sampling.py",
     "llama_step": "llama_step.py",
+    "hub_models": "hub_models.py",
     "quality_for_time": "quality_for_time.py",
 }
 NO_FIGURE = "—"

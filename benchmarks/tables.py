@@ -88,6 +88,23 @@ TABLES = {
         Row("Largest logit difference from the plain llama without dropout, {size} size",
             "largest_logit_difference", each="sizes/*"),
     )),
+    "hub_models": Table("Training", "Models of a real size, imported from transformers",
+        "Random weights saved by transformers in a released model's shape, imported by `zrodlo "
+        "model import`; then Zrodlo's Trainer fine-tuning the import against a plain loop on "
+        "transformers' own model from the same directory (batch {/batch}, context {/context}, "
+        "the dropout config.json states), a step of each in turn; peak memory in processes of "
+        "their own.", (
+        Row("Peak memory of `zrodlo model import`, {model} ({parameters} parameters)",
+            "import/peak_rss_bytes", MIB, "model.safetensors", "import/weights_bytes",
+            "import/peak_over_weights", "the weights' bytes", each="models/*"),
+        Row("Fine-tuning step, {model}", "tokens_per_second/zrodlo", "tokens/s",
+            "plain loop on transformers' model", "tokens_per_second/plain_transformers",
+            "throughput_ratio_zrodlo_over_plain/of_medians", "the plain loop's throughput",
+            each="models/*"),
+        Row("Peak memory fine-tuning, {model}", "training_peak_rss_bytes/zrodlo", MIB,
+            "plain loop on transformers' model", "training_peak_rss_bytes/plain",
+            "training_peak_ratio_zrodlo_over_plain", "the plain loop's memory", each="models/*"),
+    )),
     "dropout": Table("Training", "Dropout masks",
         "A training step of Zrodlo's GPT with its ChaCha20 dropout masks against the same model "
         "with torch's dropout at the same sites, in turn; and a step's masks drawn alone against "

@@ -1,0 +1,254 @@
+"""Models of a real size as transformers writes them: GPT-2 small's shape (124 M parameters) and,
+with --qwen, Qwen2.5-0.5B's (494 M), random weights saved by transformers beside a byte-level BPE.
+
+- import: `zrodlo model import` in a process of its own, its peak resident memory against the
+  bytes of the weights it reads (model.safetensors);
+- a fine-tuning step: zrodlo's Trainer (ChaCha20 windows and dropout masks, AdamW) on the imported
+  model against a plain PyTorch loop on transformers' own model loaded from the same directory
+  (torch dropout, cross-entropy, torch's AdamW), the same batch, hyperparameters and threads, the
+  dropout rates config.json states; timed side by side, one step of each in turn (Qwen2.5-0.5B's
+  two sides do not fit in this machine's memory at once: timed in the processes below instead);
+- the peak resident memory of each, a process of its own running --memory-steps steps of one,
+  the two sides' processes alternating.
+
+Figures go to reports/bench/hub_models.json; the targets: import at most twice the weights' bytes,
+a step at 0.95 of the plain loop's throughput or more, peak memory no higher than the loop's.
+
+    .venv/bin/python benchmarks/hub_models.py [--repeats 10] [--memory-steps 3] [--qwen]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import measure
+import numpy as np
+import torch
+import torch.nn.functional as F
+from train import ADAMW, CPU, SEED, generate
+
+from zrodlo.data.corpus import Corpus
+from zrodlo.data.preparation import prepare_corpus
+from zrodlo.data.tokenizer import load_tokenizer
+from zrodlo.model.directory import read_config
+from zrodlo.model.parts import parameter_count
+from zrodlo.training.checkpoint import read_model
+from zrodlo.training.plan import RunPlan
+from zrodlo.training.score import check_data
+from zrodlo.training.step import Trainer
+
+ZRODLO = Path(sys.executable).parent / "zrodlo"
+BATCH, CONTEXT = 4, 129  # 512 positions a step
+# Each shape as the released configuration states it (transformers' class and its fields).
+MODELS = {
+    "gpt2_small": ("GPT2LMHeadModel", {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
+                                       "n_layer": 12, "n_head": 12}),
+    "qwen2.5_0.5b": ("Qwen2ForCausalLM", {
+        "vocab_size": 151936, "hidden_size": 896, "intermediate_size": 4864,
+        "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+        "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "tie_word_embeddings": True, "use_sliding_window": False}),
+}  # fmt: skip
+
+
+def saved(directory: Path, name: str, documents: Path) -> None:
+    """The model `name`, random, saved by transformers with a byte-level BPE of 1,024 tokens
+    fitted on the documents."""
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    class_name, fields = MODELS[name]
+    model_class = getattr(transformers, class_name)
+    torch.manual_seed(SEED)  # transformers' own initialisation: the benchmark's weights only
+    model_class(model_class.config_class(**fields)).save_pretrained(directory)
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=1024, special_tokens=["<|endoftext|>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )  # fmt: skip
+    texts = (json.loads(line)["text"] for line in documents.open())
+    tokenizer.train_from_iterator(texts, trainer)
+    tokenizer.save(str(directory / "tokenizer.json"))
+
+
+def peak_of(command: list[str]) -> tuple[int, str]:
+    """Peak resident bytes of a process running `command`, and what it printed."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    printed = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{command[:3]} failed with status {status}")
+    return usage.ru_maxrss * 1024, printed  # kilobytes on Linux
+
+
+class Plain:
+    """The plain loop on transformers' model: random windows, its own dropout, mean cross-entropy,
+    torch's AdamW with zrodlo's hyperparameters."""
+
+    def __init__(self, directory: Path, tokens: np.ndarray) -> None:
+        import transformers
+
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(
+            directory, local_files_only=True, dtype=torch.float32
+        ).train()
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=ADAMW["learning_rate"],
+            betas=(ADAMW["beta1"], ADAMW["beta2"]), eps=ADAMW["epsilon"],
+            weight_decay=ADAMW["weight_decay"],
+        )  # fmt: skip
+        self.tokens = torch.from_numpy(tokens.astype(np.int64))  # (N,)
+        self.offsets = torch.arange(CONTEXT)  # (C,)
+
+    def step(self) -> None:
+        starts = torch.randint(0, len(self.tokens) - CONTEXT + 1, (BATCH,))  # (B,)
+        window = self.tokens[starts[:, None] + self.offsets]  # (B, C)
+        logits = self.model(window[:, :-1]).logits  # (B, C-1, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+def zrodlo_trainer(model_directory: Path, corpus: Corpus) -> Trainer:
+    model = read_model(model_directory)
+    plan = RunPlan(
+        steps=10**6, context=CONTEXT, batch_size=BATCH, decay_scope="all", seed=SEED,
+        precision="f32", shuffle=True, **ADAMW,
+    )  # fmt: skip
+    return Trainer.start(plan, model, corpus.tokens, check_data(corpus, model, CONTEXT), CPU)
+
+
+def child(kind: str, work: Path, steps: int, name: str) -> None:
+    """One process's work: the model `name` saved, or steps of one side, each step's seconds
+    printed (the first, a warm-up, left out)."""
+    if kind == "save":
+        saved(work / "source", name, work / "documents.jsonl")
+        return
+    corpus = Corpus.open(work / "corpus")
+    if kind == "together":  # `steps` of each side, one of each in turn, after one of each
+        trainer, plain = (
+            zrodlo_trainer(work / "model", corpus),
+            Plain(work / "source", corpus.tokens),
+        )
+        indices = iter(range(10**6))
+        variants = {
+            "zrodlo_trainer_step": lambda: measure.timed(lambda: trainer.step(next(indices))),
+            "plain_transformers_step": lambda: measure.timed(plain.step),
+        }
+        measure.interleave(variants, 1)
+        print(json.dumps(measure.interleave(variants, steps)))
+        return
+    if kind == "zrodlo":
+        trainer = zrodlo_trainer(work / "model", corpus)
+        seconds = [measure.timed(lambda i=i: trainer.step(i)) for i in range(steps)]
+    else:
+        plain = Plain(work / "source", corpus.tokens)
+        seconds = [measure.timed(plain.step) for _ in range(steps)]
+    print(json.dumps(seconds[1:]))
+
+
+def in_child(kind: str, work: Path, steps: int = 0, name: str = "") -> tuple[int, Any]:
+    """Peak resident bytes of `child(kind, ...)` in a process of its own, and its steps' seconds."""
+    command = [sys.executable, __file__, "--child", kind, "--work", str(work),
+               "--memory-steps", str(steps), "--model", name]  # fmt: skip
+    peak, printed = peak_of(command)
+    return peak, json.loads(printed) if printed.strip() else []
+
+
+def compare(name: str, work: Path, repeats: int, memory_steps: int, together: bool) -> dict:
+    """Every figure of one model, each from a process of its own, since a process's peak resident
+    memory counts the high-water mark of the one it was forked from, which therefore never holds
+    a model: saved, imported, trained (the two sides' processes alternating), and then timed in
+    one process, one step of each in turn (`together`), or, where the two sides do not fit in
+    memory at once, in the training processes."""
+    source = work / "source"
+    in_child("save", work, name=name)
+    weights_bytes = (source / "model.safetensors").stat().st_size
+    import_peak, _ = peak_of([str(ZRODLO), "model", "import", "--from", str(source), "--output",
+                              str(work / "model")])  # fmt: skip
+    (work / "corpus").mkdir()
+    prepare_corpus(work / "documents.jsonl", load_tokenizer(work / "model"), work / "corpus")
+    peaks: dict[str, list[int]] = {"zrodlo": [], "plain": []}
+    apart: dict[str, list[float]] = {"zrodlo_trainer_step": [], "plain_transformers_step": []}
+    for _ in range(2):
+        for kind, timed in zip(peaks, apart, strict=True):
+            peak, seconds = in_child(kind, work, memory_steps)
+            peaks[kind].append(peak)
+            apart[timed] += seconds
+    samples = apart
+    if together:
+        samples = in_child("together", work, repeats)[1]
+    z, p = samples["zrodlo_trainer_step"], samples["plain_transformers_step"]
+    ratio = measure.ratios(p, z)
+    positions = BATCH * (CONTEXT - 1)
+    peak = {kind: min(values) for kind, values in peaks.items()}
+    return {
+        "model": name,
+        "parameters": parameter_count(read_config(work / "model")),
+        "steps_timed": "one of each in turn, in a process of their own"
+        if together
+        else (f"in the processes above, {memory_steps - 1} steps each after a warm-up"),
+        "import": {
+            "weights_bytes": weights_bytes,
+            "peak_rss_bytes": import_peak,
+            "peak_over_weights": round(import_peak / weights_bytes, 3),
+            "meets_target": import_peak <= 2 * weights_bytes,
+        },
+        "step": {kind: measure.summary(values) for kind, values in samples.items()},
+        "tokens_per_second": {
+            "zrodlo": round(positions / statistics.median(z)),
+            "plain_transformers": round(positions / statistics.median(p)),
+        },
+        "throughput_ratio_zrodlo_over_plain": ratio,
+        "throughput_meets_target": ratio["of_medians"] >= 0.95,
+        "training_peak_rss_bytes": peak,
+        "training_peak_ratio_zrodlo_over_plain": round(peak["zrodlo"] / peak["plain"], 3),
+        "memory_meets_target": peak["zrodlo"] <= peak["plain"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--memory-steps", type=int, default=3)
+    parser.add_argument("--qwen", action="store_true", help="Qwen2.5-0.5B's shape as well")
+    parser.add_argument(
+        "--child", choices=["save", "zrodlo", "plain", "together"], help=argparse.SUPPRESS
+    )
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
+    if args.child:
+        child(args.child, args.work, args.memory_steps, args.model)
+        return
+    # Qwen2.5-0.5B's two sides, each with its AdamW state, would take some 20 of this machine's
+    # 23 GiB at once: its steps are timed in processes of their own.
+    names = {"gpt2_small": True, "qwen2.5_0.5b": False} if args.qwen else {"gpt2_small": True}
+    results = []
+    for name, together in names.items():
+        with tempfile.TemporaryDirectory() as folder:
+            work = Path(folder)
+            generate(work / "documents.jsonl", 400_000)
+            results.append(compare(name, work, args.repeats, args.memory_steps, together))
+    result = {
+        "benchmark": "models of a real size: import, and a fine-tuning step against a plain "
+        "loop on transformers' own model",
+        "batch": BATCH, "context": CONTEXT, "models": results,
+        "threads": torch.get_num_threads(), "machine": measure.machine(),
+    }  # fmt: skip
+    measure.write_report(measure.REPORTS / "hub_models.json", result)
+
+
+if __name__ == "__main__":
+    main()
