@@ -2,10 +2,11 @@
 configuration (shrunk to a few thousand weights, random): GPT-2 (its tanh GELU, its head tied),
 Llama 3.2 (Llama 3's rotary scaling, a tied head, heads set apart from the width), SmolLM2 (a tied
 llama) and Qwen2.5 (biases on the queries, keys and values, RMSNorm epsilon 1e-6, an embedding
-table longer than its tokenizer, which normalizes to NFC and names no BOS). Each goes through the real commands with every guarantee:
-imported with transformers' logits, evaluated to transformers' loss, sampled to transformers'
-greedy text, fine-tuned with dropout, resumed and run on two processes to the same bytes, and
-exported as the class it came from, computing the fine-tuned model's logits."""
+table longer than its tokenizer, which normalizes to NFC and names no BOS). Each goes through the
+real commands with every guarantee: imported with transformers' logits, evaluated to
+transformers' loss, sampled to transformers' greedy text, and (a case of each family) fine-tuned
+with dropout, resumed and run on two processes to the same bytes, and exported as the class it
+came from, computing the fine-tuned model's logits."""
 
 from __future__ import annotations
 
@@ -142,6 +143,8 @@ def test_greedy_sampling_is_transformers_greedy_generation(case):
     assert text.rstrip("\n") == tokenizer.decode(generated[0, 1:].tolist())
 
 
+# One case a family: SmolLM2 computes as Llama 3.2 does, less its rotary scaling.
+@pytest.mark.parametrize("case", ["gpt2", "llama3.2", "qwen2.5"], indirect=True)
 def test_a_fine_tune_resumes_and_shares_its_bytes_and_exports_as_its_family(
     case, train_args, resume_args
 ):

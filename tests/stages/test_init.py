@@ -206,8 +206,10 @@ def test_every_option_of_model_init_has_help(run_zrodlo, option_descriptions, tm
     assert returncode == 0
     options = option_descriptions(stdout)
     expected = {"--tokenizer", "--output", "--preset", *(f"--{flag}" for flag in SHAPE)}
-    llama = {"--architecture", "--kv-heads", "--rope-theta", "--tie-embeddings"}
-    assert set(options) == expected | llama | {
+    # The families' settings: gpt's, then llama's (which qwen2 shares).
+    families = {"--architecture", "--activation", "--tie-embeddings", "--kv-heads", "--rope-theta",
+                "--norm-eps", "--head-dim"}  # fmt: skip
+    assert set(options) == expected | families | {
         "--dropout",
         "--attention-dropout",
         "--seed",

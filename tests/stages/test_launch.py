@@ -71,7 +71,9 @@ def test_the_run_listens_on_loopback_only_and_ends_with_its_caller(
 ):
     output = tmp_path / "run"
     flags = {"--batch-size": 8, "--checkpoint-every": 1, "--keep-checkpoints": 2}
-    args = train_args(dropout_model, training_data.corpus, output, 400, flags)
+    # Steps the run cannot finish before it is stopped, however long a loaded machine keeps this
+    # process from looking (400, a few seconds of training, once ended before the signal came).
+    args = train_args(dropout_model, training_data.corpus, output, 100_000, flags)
     # A session of its own, as a shell gives a command: Ctrl-C goes to the caller's group.
     caller = subprocess.Popen(
         [str(ZRODLO), *map(str, args), "--processes", "2"], cwd=tmp_path, env=ENV,
@@ -86,6 +88,7 @@ def test_the_run_listens_on_loopback_only_and_ends_with_its_caller(
             bound = {listening[inode] for inode in sockets_of(pid) if inode in listening}
             assert bound <= {"127.0.0.1"}, (pid, bound)
         assert not sockets_of(caller.pid) & listening.keys()  # the caller listens on nothing
+        assert caller.poll() is None, "the run ended before it was stopped"
         os.killpg(caller.pid, signal.Signals[ending])
         _, stderr = caller.communicate(timeout=60)
     finally:

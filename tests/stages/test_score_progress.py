@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import TRAINING_DOCUMENTS, ZRODLO
 
-# About 17,000 windows at --context 9: seconds of scoring for the tiny model, one window a pass.
-LONG_TEXT = " ".join(TRAINING_DOCUMENTS.values()) * 2000
+# About 3,400 windows at --context 9: seconds of scoring for the tiny model, one window a pass.
+LONG_TEXT = " ".join(TRAINING_DOCUMENTS.values()) * 400
 
 
 def on_terminal(*args: object, cwd: Path) -> tuple[int, str]:
