@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import TRAINING_DOCUMENTS, ZRODLO
 
-# About 3,400 windows at --context 9: seconds of scoring for the tiny model, one window a pass.
-LONG_TEXT = " ".join(TRAINING_DOCUMENTS.values()) * 400
+# About 8,500 windows at --context 9: seconds of scoring for the tiny model, one window a pass
+# (3,400 took 0.9 s at two processes, under the second after which progress shows).
+LONG_TEXT = " ".join(TRAINING_DOCUMENTS.values()) * 1000
 
 
 def on_terminal(*args: object, cwd: Path) -> tuple[int, str]:
