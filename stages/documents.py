@@ -32,7 +32,8 @@ def import_documents(
     source: Path = typer.Option(
         ...,
         help="A folder of UTF-8 text files (id = relative path), a .txt file (id = its name), a "
-        "documents file (.jsonl), or a .parquet or .csv table.",
+        "documents file (.jsonl, each line a text or a conversation in messages), or a .parquet "
+        "or .csv table.",
     ),
     output: Path = typer.Option(..., help="The documents file (JSONL) to write; must not exist."),
     id_column: str = typer.Option("id", help="The table column that holds each document's id."),
@@ -53,6 +54,9 @@ def import_documents(
     skip_undecodable: bool = typer.Option(
         False, help="Skip files of the folder that are not UTF-8 instead of refusing them."
     ),
+    skip_invalid: bool = typer.Option(
+        False, help="Skip chat documents whose messages are no conversation instead of refusing."
+    ),
     cut_at: str | None = typer.Option(
         None,
         help="Cut each text into documents at every match of this regular expression, such as "
@@ -72,12 +76,12 @@ def import_documents(
     """Turn a folder of text files, a text file or a Parquet/CSV table into a documents file, cut
     into documents where asked; skipped documents are listed beside it, in
     <output>.skipped.jsonl."""
-    from zrodlo.data.selection import EMPTY, NOT_UTF8
+    from zrodlo.data.selection import EMPTY, INVALID, NOT_UTF8
     from zrodlo.data.sources import import_documents as write
 
     imported = write(
         source, output, id_column, text_column, include, exclude, skip_empty, skip_undecodable,
-        skipped, cut_at, max_characters,
+        skipped, cut_at, max_characters, skip_invalid,
     )  # fmt: skip
     said = f"wrote {output}: {imported.documents} documents from {source}"
     if imported.cut_from is not None:
@@ -88,7 +92,7 @@ def import_documents(
     if imported.skipped:
         reasons = [
             f"{count} {reason}"
-            for reason in (EMPTY, NOT_UTF8)
+            for reason in (EMPTY, NOT_UTF8, INVALID)
             if (count := imported.skipped_for(reason))
         ]
         typer.echo(

@@ -24,9 +24,12 @@ def prepare(
     started = time.perf_counter()
     manifest = prepare_corpus(documents, tokenizer, output)
     seconds = time.perf_counter() - started
+    weighted = ""
+    if "weighted_targets" in manifest:  # chat documents: the answers' targets are trained on
+        weighted = f" ({manifest['weighted_targets']} of them in answers)"
     typer.echo(
         f"wrote {output}: {manifest['documents']} documents, {manifest['tokens']} tokens, "
-        f"{manifest['targets']} targets, unknown rate {manifest['unknown_rate']:.4%}, "
+        f"{manifest['targets']} targets{weighted}, unknown rate {manifest['unknown_rate']:.4%}, "
         f"{manifest['characters'] / max(seconds, 1e-9) / 1e6:.1f} M characters/s, "
         f"digest {manifest['corpus_digest']}"
     )

@@ -27,12 +27,18 @@ def sample(
     ),
     device: str = options.DEVICE_OR_CPU,
     ordinal: int | None = options.ORDINAL,
+    chat: bool = typer.Option(
+        False,
+        help="Take the prompt as a user's message and print the answer, rendered by the "
+        "tokenizer's chat template (or the plain form) and ended at the end of the turn.",
+    ),
 ) -> None:
-    """Continue a prompt with text drawn from the model."""
+    """Continue a prompt with text drawn from the model, or answer it (--chat)."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
     from zrodlo.evaluation.sample import sample as sample_model
 
     text = sample_model(
-        model, prompt, tokens, temperature, top_k, seed=seed, device=device, ordinal=ordinal
-    )
-    typer.echo(prompt + text)
+        model, prompt, tokens, temperature, top_k, seed=seed, device=device, ordinal=ordinal,
+        chat=chat,
+    )  # fmt: skip
+    typer.echo(text if chat else prompt + text)

@@ -47,6 +47,14 @@ TINY = {
     "evaluate": {"train_windows": 16},
     "report": {"sample_tokens": 8},
 }  # fmt: skip
+CONVERSATIONS = "examples/conversations.jsonl"
+# A template of Llama 3's layout, written here (its end of turn the tokenizer's <|end_of_text|>).
+HEADERS = (
+    "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+    "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|end_of_text|>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{% endif %}"
+)
 STAGES = {
     "pipeline", "documents", "splits", "split", "tokenizer", "prepare@train",
     "prepare@validation", "prepare@test", "init", "train", "resume", "evaluate", "report",
@@ -86,7 +94,9 @@ def save_tiny_llama(directory: Path) -> None:
     transformers.LlamaForCausalLM(config).save_pretrained(directory)
 
 
-def make_repository(repo: Path) -> None:
+def make_repository(repo: Path, chat: bool = False) -> None:
+    """The repository; with `chat`, its documents are the README's example conversations and
+    its tokenizer_config.json has a chat template."""
     repo.mkdir()
     spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())
     del spec["stages"]["torch-docs"]  # the documents come from data/notes.jsonl
@@ -94,15 +104,21 @@ def make_repository(repo: Path) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for section, values in TINY.items():
         params[section].update(values)
+    if chat:
+        params["documents"]["source"] = CONVERSATIONS
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for folder in ("src", "stages", "pretrained"):
+    for folder in ("src", "stages", "pretrained", "examples"):
         shutil.copytree(ROOT / folder, repo / folder, ignore=ignore)
     for folder in ("data", "corpus", "logs", "reports"):  # the parents the stages write in
         (repo / folder).mkdir()
     lines = [json.dumps({"id": f"note-{i:02d}", "text": text}) for i, text in enumerate(TEXTS)]
     (repo / "data" / "notes.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     save_tiny_llama(repo / SOURCE)
+    if chat:
+        config = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
+                  "chat_template": HEADERS}  # fmt: skip
+        (repo / SOURCE / "tokenizer_config.json").write_text(json.dumps(config))
     run("git", "init", "-q", cwd=repo)
     dvc("init", "-q", cwd=repo)
     dvc("add", "-q", SOURCE, cwd=repo)
@@ -171,3 +187,23 @@ def test_dvc_lock_holds_the_folders_hash_and_an_edit_of_the_directory_reruns_two
     # The tokenizer and the model imported again are the same: nothing after them reruns.
     assert stages_run(dvc("repro", cwd=copy)) == ["tokenizer", "init"]
     assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+
+
+def test_a_chat_fine_tune_runs_as_params_of_the_pipeline(tmp_path):
+    """The README's recipe as params: the example conversations and a model whose tokenizer has
+    a chat template; every stage runs, the corpora are weighted on the answers, the run resumes
+    exactly and the report counts the answers' targets."""
+    repo = tmp_path / "repo"
+    make_repository(repo, chat=True)
+    assert set(stages_run(dvc("repro", cwd=repo))) == STAGES
+    assert json.loads((repo / "reports" / "resume.json").read_text())["equal"] is True
+    for pool in ("train", "validation", "test"):
+        corpus = json.loads((repo / "corpus" / pool / "corpus.json").read_text())
+        assert corpus["format_version"] == 4, pool
+        assert 0 < corpus["weighted_targets"] < corpus["targets"], pool
+    report = (repo / "reports" / "report.md").read_text()
+    assert "trained and scored on the targets of its answers" in report
+    tuned = sorted((repo / "run").glob("step-*"))[-1]
+    answer = run(BIN / "zrodlo", "model", "sample", "--model", tuned, "--prompt", "Hello!",
+                 "--chat", "--tokens", 8, "--seed", 1, cwd=repo)  # fmt: skip
+    assert answer.endswith("\n")

@@ -90,8 +90,8 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
          "it with the run) or false (the stage checks nothing)"),
         ({"documents": {"sources": "texts"}},
          "documents.sources is no flag of zrodlo documents import; the section takes source, "
-         "include, exclude, skip-empty, skip-undecodable, id-column, text-column, cut-at, "
-         "max-characters"),
+         "include, exclude, skip-empty, skip-undecodable, skip-invalid, id-column, text-column, "
+         "cut-at, max-characters"),
         ({"documents": {"include": "*.py"}},
          "documents.include is '*.py'; it is a list of patterns"),
         ({"documents": {"source": ""}},

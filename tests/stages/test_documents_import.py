@@ -255,6 +255,7 @@ def test_documents_help_lists_its_commands(run_zrodlo, tmp_path):
                 "--exclude",
                 "--skip-empty",
                 "--skip-undecodable",
+                "--skip-invalid",
                 "--skipped",
                 "--cut-at",
                 "--max-characters",

@@ -29,7 +29,8 @@ def collate(
     """The batch of windows `indices`: inputs and targets, each (B, C-1) int64.
 
     inputs[i, j] = tokens[start + j] and targets[i, j] = tokens[start + j + 1] for j below the
-    window's target count; beyond it inputs are PADDING and targets IGNORED. The width is always
+    window's target count; beyond it inputs are PADDING and targets IGNORED, as are the targets of
+    weight 0 of a weighted corpus (their inputs stay: the model reads the question). The width is always
     C-1, so every batch has the same shape whatever its windows. With `vocab_size`, a token outside
     the vocabulary is refused: a run reads a corpus before its digests are all checked.
     """
@@ -45,9 +46,12 @@ def collate(
             f"the corpus holds token {int(window.max())}, outside the model's vocab_size "
             f"{vocab_size}"
         )
-    valid = offset[None, : context - 1] < counts[:, None]  # (B, C-1)
-    inputs = np.where(valid, window[:, :-1], PADDING)  # (B, C-1)
-    targets = np.where(valid, window[:, 1:], IGNORED)  # (B, C-1)
+    present = offset[None, : context - 1] < counts[:, None]  # (B, C-1)
+    scored = present
+    if table.weights is not None:  # a weighted corpus scores its targets of weight 1 only
+        scored = present & (table.weights[positions[:, 1:]] > 0)
+    inputs = np.where(present, window[:, :-1], PADDING)  # (B, C-1)
+    targets = np.where(scored, window[:, 1:], IGNORED)  # (B, C-1)
     inputs_t, targets_t = torch.from_numpy(inputs), torch.from_numpy(targets)
     if device is not None:
         inputs_t, targets_t = inputs_t.to(device), targets_t.to(device)

@@ -35,6 +35,12 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from zrodlo.data.verification import verify_tokens
+from zrodlo.data.weights import (
+    WEIGHTED_KEYS,
+    WEIGHTED_VERSION,
+    map_weights,
+    verify_weights,
+)
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import file_sha256, json_sha256
 from zrodlo.storage.inputs import open_input, read_input
@@ -42,7 +48,9 @@ from zrodlo.storage.refusal import Refusal
 
 # 2: corpus.json carries manifest_sha256, the digest of its own content.
 # 3: tokens.bin (uint16 or uint32, memory-mapped) and documents.arrow replace tokens.arrow.
+# 4 (`zrodlo.data.weights`): a corpus of chat documents, whose weights.bin weighs each target.
 FORMAT_VERSION = 3
+READ_VERSIONS = (FORMAT_VERSION, WEIGHTED_VERSION)
 TOKENS_FILE = "tokens.bin"
 DOCUMENTS_FILE = "documents.arrow"
 MANIFEST_FILE = "corpus.json"
@@ -60,12 +68,14 @@ def token_type(vocab_size: int) -> str:
 @dataclass(frozen=True)
 class Corpus:
     """An opened corpus: `tokens` (N,) uint16 or uint32, all documents one after another, a
-    read-only view of the memory-mapped tokens.bin; `offsets` (D+1,) int64 document boundaries."""
+    read-only view of the memory-mapped tokens.bin; `offsets` (D+1,) int64 document boundaries;
+    `weights` (N,) uint8 the target weights of a corpus of chat documents, or None."""
 
     path: Path
     manifest: dict
     tokens: np.ndarray
     offsets: np.ndarray
+    weights: np.ndarray | None = None
     _verifying: list[Future] = field(default_factory=list, repr=False, compare=False)
 
     @property
@@ -86,7 +96,8 @@ class Corpus:
             )
         manifest = _read_manifest(manifest_file)
         offsets = _read_documents(path, manifest)
-        corpus = cls(path, manifest, _map_tokens(path, manifest), offsets)
+        weights = map_weights(path, manifest) if "weights_sha256" in manifest else None
+        corpus = cls(path, manifest, _map_tokens(path, manifest), offsets, weights)
         if corpus.tokens.nbytes <= _VERIFY_AT_OPEN_BYTES:
             # Costs less than a step: refused before anything; the run then reads it cached.
             _verify(path, manifest, offsets, drop_behind=False)
@@ -209,6 +220,8 @@ def _verify(path: Path, manifest: dict, offsets: np.ndarray, drop_behind: bool) 
     documents.arrow; with `drop_behind` the pages read leave the page cache as the pass goes."""
     ids = _read_listing(path / DOCUMENTS_FILE, columns=["id"]).column("id").to_pylist()
     verify_tokens(path / TOKENS_FILE, path / MANIFEST_FILE, manifest, ids, offsets, drop_behind)
+    if "weights_sha256" in manifest:
+        verify_weights(path, manifest, drop_behind)
 
 
 _NEEDED = (
@@ -232,12 +245,13 @@ def _read_manifest(file: Path) -> dict:
     needed = ("format_version", "tokenizer_digest", "corpus_digest", "documents", "tokens")
     if not isinstance(manifest, dict) or not all(key in manifest for key in needed):
         raise Refusal(f"{file} does not load as a corpus manifest: it lacks {', '.join(needed)}")
-    if manifest["format_version"] != FORMAT_VERSION:
+    if manifest["format_version"] not in READ_VERSIONS:
         raise Refusal(
             f"{file} has format version {manifest['format_version']!r}, and this build reads "
-            f"version {FORMAT_VERSION}; prepare the corpus again"
+            f"versions {FORMAT_VERSION} and {WEIGHTED_VERSION}; prepare the corpus again"
         )
-    missing = [key for key in _NEEDED if key not in manifest]
+    weighted = WEIGHTED_KEYS if manifest["format_version"] == WEIGHTED_VERSION else ()
+    missing = [key for key in (*_NEEDED, *weighted) if key not in manifest]
     if missing:
         raise Refusal(f"{file} does not load as a corpus manifest: it lacks {', '.join(missing)}")
     body = {key: value for key, value in manifest.items() if key != "manifest_sha256"}
@@ -252,8 +266,8 @@ def _read_manifest(file: Path) -> dict:
 
 def _check_values(file: Path, manifest: dict) -> None:
     """Refuse recorded values no preparation writes, before anything is read by them."""
-    counts = ("documents", "tokens", "largest_token")
-    for key in counts:
+    counts = ("documents", "tokens", "largest_token", "weighted_targets")
+    for key in (key for key in counts if key in manifest):
         value = manifest[key]
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
             raise Refusal(
@@ -265,6 +279,6 @@ def _check_values(file: Path, manifest: dict) -> None:
             f"{file} records token_type {json.dumps(manifest['token_type'])}; a corpus stores "
             "uint16 or uint32 tokens"
         )
-    for key in ("tokens_sha256", "documents_sha256"):
-        if not isinstance(manifest[key], str):
+    for key in ("tokens_sha256", "documents_sha256", "tokens_digest", "weights_sha256"):
+        if key in manifest and not isinstance(manifest[key], str):
             raise Refusal(f"{file} records {key} {json.dumps(manifest[key])}; it is a sha256")

@@ -1,4 +1,5 @@
-"""The documents file: one JSON object a line with a unique, non-empty string id and a non-empty text.
+"""The documents file: one JSON object a line with a unique, non-empty string id and a non-empty text,
+or, for a chat document, a conversation in `messages` (`zrodlo.data.conversation`) and no text.
 
 Reading validates every line as it streams, so a file far larger than memory is checked with memory
 that grows only with the number of ids. Fields other than id and text stay in the line untouched and
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from zrodlo.data.conversation import Conversation, conversation, conversation_problem, plain_text
 from zrodlo.storage import inputs, jsonfile
 from zrodlo.storage.refusal import Refusal
 
@@ -20,14 +22,24 @@ _NEEDS = "each line holds one JSON object with an id and a text"
 _READ_BUFFER = 1 << 20
 
 
+class InvalidConversation(Refusal):
+    """A chat document whose messages are no conversation; an import may skip it (`doc_id`)."""
+
+    def __init__(self, sentence: str, doc_id: str) -> None:
+        super().__init__(sentence)
+        self.doc_id = doc_id
+
+
 @dataclass(frozen=True)
 class Document:
-    """One validated line: its id, its text, its 1-based line number and the line's exact bytes."""
+    """One validated line: its id, its text, its 1-based line number and the line's exact bytes;
+    for a chat document its conversation too, and as text the conversation's plain form."""
 
     id: str
     text: str
     line: int
     raw: bytes
+    messages: Conversation | None = None
 
 
 def open_documents(path: Path) -> BinaryIO:
@@ -85,6 +97,12 @@ def parse_line(path: Path, number: int, raw: bytes, empty_text: bool = False) ->
             "an id must be Unicode text that UTF-8 can hold"
         )
     name = f"{path} line {number} (id {json.dumps(doc_id, ensure_ascii=False)})"
+    if "messages" in value and "text" not in value:
+        problem = conversation_problem(value["messages"])
+        if problem is not None:
+            raise InvalidConversation(f"{name} {problem}", doc_id)
+        messages = conversation(value["messages"])
+        return Document(doc_id, plain_text(messages), number, raw.rstrip(b"\r\n"), messages)
     if "text" not in value:
         raise Refusal(f"{name} has no text; each document needs a text that is a string")
     text = value["text"]

@@ -4,7 +4,7 @@ meanings are documented in docs/formats.md; these types let a caller of the API 
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class FileRecord(TypedDict):
@@ -29,15 +29,19 @@ class PoolsManifest(TypedDict):
 
 
 class CorpusManifest(TypedDict):
-    """corpus.json of a corpus directory; `corpus_digest` is the digest runs record."""
+    """corpus.json of a corpus directory; `corpus_digest` is the digest runs record. A corpus of
+    chat documents (format version 4, `zrodlo.data.weights`) also records the fields that are
+    NotRequired."""
 
     format_version: int
     tokenizer_digest: str
     corpus_digest: str
+    tokens_digest: NotRequired[str]
     documents: int
     characters: int
     tokens: int
     targets: int
+    weighted_targets: NotRequired[int]
     unknown_tokens: int
     unknown_rate: float
     token_type: str  # uint16 or uint32
@@ -45,4 +49,5 @@ class CorpusManifest(TypedDict):
     source: FileRecord
     tokens_sha256: str
     documents_sha256: str
+    weights_sha256: NotRequired[str]
     manifest_sha256: str

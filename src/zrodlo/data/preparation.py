@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from zrodlo.data.chat_preparation import is_chat, prepare_chat_corpus
 from zrodlo.data.corpus import (
     DOCUMENTS_FILE,
     DOCUMENTS_SCHEMA,
@@ -71,8 +72,10 @@ def prepare_corpus(
     each batch's content digest and the digest of its stored bytes, and the write of those bytes,
     which waits on the disk once the page cache is full of them. At most one batch is still being
     written and hashed while the next arrives, so memory stays bounded by a few batches whatever
-    the input size.
+    the input size. A file of chat documents is prepared as one (`zrodlo.data.chat_preparation`).
     """
+    if is_chat(documents):
+        return prepare_chat_corpus(documents, tokenizer, output, batch_characters)
     dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
     content, tokens_hash = ContentDigest(), hashlib.sha256()
     count = characters = total = unknown = largest = 0

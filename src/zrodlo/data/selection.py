@@ -1,5 +1,6 @@
 """Which documents of a source an import takes: the ids its patterns choose, and, only when asked,
-without the empty ones and the files that are not UTF-8, each skipped one listed with its reason.
+without the empty ones, the files that are not UTF-8 and the chat documents that are no
+conversation, each skipped one listed with its reason.
 
 A pattern is shell-style (`*`, `?`, `[...]`) over a document's id, which for a folder is the file's
 path relative to it: `*` crosses folders, so `*.py` takes every Python file at any depth.
@@ -16,6 +17,7 @@ from zrodlo.storage.outputs import check_new_file, new_file
 
 EMPTY = "empty"
 NOT_UTF8 = "not UTF-8"
+INVALID = "not a conversation"
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class Selection:
     exclude: tuple[str, ...] = ()  # ids matching one of these are left out
     skip_empty: bool = False  # leave out a document with an empty text, instead of refusing
     skip_undecodable: bool = False  # leave out a file that is not UTF-8, instead of refusing
+    skip_invalid: bool = False  # leave out a chat document that is no conversation, likewise
 
     def takes(self, doc_id: str) -> bool:
         """Whether the patterns choose `doc_id` (before its text is read)."""
@@ -39,7 +42,8 @@ EVERY = Selection()  # every document, none skipped
 @dataclass
 class Imported:
     """What an import wrote: the documents, the ids its patterns left out, and the documents it
-    skipped as it was asked to, with the reason (`EMPTY`, `NOT_UTF8`) and the file listing them."""
+    skipped as it was asked to, with the reason (`EMPTY`, `NOT_UTF8`, `INVALID`) and the file
+    listing them."""
 
     documents: int = 0
     left_out: int = 0
@@ -61,7 +65,7 @@ def check_skipped_file(output: Path, selection: Selection, listed: Path | None =
     writes one: `listed` where given, else beside `output` where skipping may write one."""
     if listed is not None:
         check_new_file(listed)
-    elif selection.skip_empty or selection.skip_undecodable:
+    elif selection.skip_empty or selection.skip_undecodable or selection.skip_invalid:
         check_new_file(skipped_file_of(output))
 
 

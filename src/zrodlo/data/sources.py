@@ -13,11 +13,19 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from zrodlo.data.conversation import Conversation, chat_line
 from zrodlo.data.cutting import Cutting
-from zrodlo.data.documents import document_line, is_unicode, open_documents, parse_line
+from zrodlo.data.documents import (
+    InvalidConversation,
+    document_line,
+    is_unicode,
+    open_documents,
+    parse_line,
+)
 from zrodlo.data.selection import (
     EMPTY,
     EVERY,
+    INVALID,
     NOT_UTF8,
     Imported,
     Selection,
@@ -94,15 +102,26 @@ def text_documents(
 
 def jsonl_documents(
     path: Path, selection: Selection = EVERY, imported: Imported | None = None
-) -> Iterator[tuple[str, str]]:
-    """The documents of a documents file (JSONL, one object a line with an id and a text; other
-    fields are dropped) that `selection` takes, in file order."""
+) -> Iterator[tuple[str, str | Conversation]]:
+    """The documents of a documents file (JSONL, one object a line with an id and a text or a
+    conversation in messages; other fields are dropped) that `selection` takes, in file order."""
     imported = Imported() if imported is None else imported
     with open_documents(path) as handle:
         for number, raw in enumerate(handle, start=1):
-            document = parse_line(path, number, raw, empty_text=selection.skip_empty)
+            try:
+                document = parse_line(path, number, raw, empty_text=selection.skip_empty)
+            except InvalidConversation as invalid:
+                if not selection.skip_invalid:
+                    raise
+                if selection.takes(invalid.doc_id):
+                    imported.skipped.append((invalid.doc_id, INVALID))
+                else:
+                    imported.left_out += 1
+                continue
             if not selection.takes(document.id):
                 imported.left_out += 1
+            elif document.messages is not None:
+                yield document.id, document.messages
             elif not document.text:
                 imported.skipped.append((document.id, EMPTY))
             else:
@@ -138,20 +157,29 @@ def source_documents(
 
 
 def cut(
-    pairs: Iterable[tuple[str, str]], cutting: Cutting, imported: Imported
-) -> Iterator[tuple[str, str]]:
+    pairs: Iterable[tuple[str, str | Conversation]], cutting: Cutting, imported: Imported
+) -> Iterator[tuple[str, str | Conversation]]:
     """Each (id, text) pair as the documents `cutting` cuts it into; `imported` counts the texts
-    cut."""
+    cut. A conversation is never cut."""
     if cutting.cuts:
         imported.cut_from = 0
     for doc_id, text in pairs:
+        if cutting.cuts and not isinstance(text, str):
+            raise Refusal(
+                f"document {json.dumps(doc_id, ensure_ascii=False)} is a conversation, which is "
+                "not cut: a chat document is one conversation, so import it without --cut-at "
+                "and --max-characters"
+            )
         if cutting.cuts:
             imported.cut_from += 1
         yield from cutting.documents(doc_id, text)
 
 
-def write_documents(pairs: Iterable[tuple[str, str]], output: Path, source: str) -> int:
-    """Write checked (id, text) pairs as a documents file; return how many were written."""
+def write_documents(
+    pairs: Iterable[tuple[str, str | Conversation]], output: Path, source: str
+) -> int:
+    """Write checked (id, text or conversation) pairs as a documents file; return how many were
+    written."""
     first: dict[str, int] = {}
     count = 0
     with open(output, "wb") as handle:
@@ -170,7 +198,8 @@ def write_documents(pairs: Iterable[tuple[str, str]], output: Path, source: str)
                     f"{source} document {shown} has an empty text; a document needs one "
                     "character or more"
                 )
-            handle.write(document_line(doc_id, text) + b"\n")
+            line = document_line(doc_id, text) if isinstance(text, str) else chat_line(doc_id, text)
+            handle.write(line + b"\n")
             count += 1
     if count == 0:
         raise Refusal(f"{source} holds no documents; import needs one document or more")
@@ -189,14 +218,18 @@ def import_documents(
     skipped: Path | None = None,
     cut_at: str | None = None,
     max_characters: int | None = None,
+    skip_invalid: bool = False,
 ) -> Imported:
     """Write the documents of a folder of UTF-8 files, a text file, a documents file or a Parquet
     or CSV table as the new documents file `output`: those whose ids match `include` (all where
-    empty) and not `exclude`, skipping empty texts and files that are not UTF-8 only when asked
-    (they are listed beside `output`, or in `skipped` where given, `zrodlo.data.selection`), each
-    cut into documents at `cut_at` and into parts of `max_characters` where given
+    empty) and not `exclude`, skipping empty texts, files that are not UTF-8 and chat documents
+    that are no conversation only when asked (they are listed beside `output`, or in `skipped`
+    where given, `zrodlo.data.selection`), each cut into documents at `cut_at` and into parts of
+    `max_characters` where given
     (`zrodlo.data.cutting`); return what was written, left out and skipped."""
-    selection = Selection(tuple(include), tuple(exclude), skip_empty, skip_undecodable)
+    selection = Selection(
+        tuple(include), tuple(exclude), skip_empty, skip_undecodable, skip_invalid
+    )
     cutting = Cutting.of(cut_at, max_characters)
     check_new_file(output)
     check_skipped_file(output, selection, skipped)

@@ -1,5 +1,6 @@
 """Documents from a Parquet or CSV table with an id and a text column, streamed in record batches
-so that a table larger than memory is read in bounded memory."""
+so that a table larger than memory is read in bounded memory. A Parquet table with a `messages`
+column in place of the text column holds chat documents (`zrodlo.data.conversation`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from zrodlo.data.selection import EMPTY, EVERY, Imported, Selection
+from zrodlo.data.conversation import MESSAGES, Conversation, conversation, conversation_problem
+from zrodlo.data.selection import EMPTY, EVERY, INVALID, Imported, Selection
 from zrodlo.storage.inputs import open_input
 from zrodlo.storage.refusal import Refusal
 
@@ -39,6 +41,17 @@ def table_documents(
                 raise Refusal(
                     f"{table} has column {id_column} of type {ids.type}; ids are strings or integers"
                 )
+            if MESSAGES in batch.schema.names:
+                for doc_id, messages in zip(
+                    _decoded(table, ids, "an id", row),
+                    batch.column(MESSAGES).to_pylist(),
+                    strict=True,
+                ):
+                    row += 1
+                    chat = _conversation(table, row, doc_id, messages, selection, imported)
+                    if chat is not None:
+                        yield doc_id, chat
+                continue
             texts = batch.column(text_column)
             if not _is_string(texts.type):
                 raise Refusal(
@@ -64,6 +77,25 @@ def table_documents(
                     yield doc_id, text
     except (pa.ArrowInvalid, pa.ArrowKeyError, OSError) as error:
         raise Refusal(f"{table} does not read as a {kind} table: {error}") from None
+
+
+def _conversation(
+    table: Path, row: int, doc_id: str | None, messages: object, selection: Selection,
+    imported: Imported,
+) -> Conversation | None:  # fmt: skip
+    """A row's conversation, or None for a row left out or skipped (counted in `imported`)."""
+    if doc_id is None:
+        raise Refusal(f"{table} row {row} has no id; every row needs an id and messages")
+    if not selection.takes(doc_id):
+        imported.left_out += 1
+        return None
+    problem = conversation_problem(messages)
+    if problem is None:
+        return conversation(messages)  # type: ignore[arg-type]
+    if not selection.skip_invalid:
+        raise Refusal(f"{table} row {row} (id {doc_id}) {problem}")
+    imported.skipped.append((doc_id, INVALID))
+    return None
 
 
 def _is_string(kind: pa.DataType) -> bool:
@@ -94,7 +126,10 @@ def _table_batches(
     open_input(table, f"a {kind} table").close()  # pyarrow would wait on a FIFO's writer
     if kind == "Parquet":
         parquet = pq.ParquetFile(table)
-        _check_columns(table, parquet.schema_arrow.names, id_column, text_column)
+        names = parquet.schema_arrow.names
+        if text_column not in names and MESSAGES in names:  # chat documents
+            text_column = MESSAGES
+        _check_columns(table, names, id_column, text_column)
         yield from parquet.iter_batches(columns=[id_column, text_column])
         return
     yield from _csv_batches(table, id_column, text_column)

@@ -117,11 +117,12 @@ def verify_tokens(
             f"{tokens_file} has sha256 {file_hash.hexdigest()}, and {manifest_file} records "
             f"{manifest['tokens_sha256']}; the corpus was changed after it was prepared"
         )
-    if content.hexdigest() != manifest["corpus_digest"]:
+    # A weighted corpus records its tokens' digest apart (`zrodlo.data.weights`).
+    recorded = manifest.get("tokens_digest", manifest["corpus_digest"])
+    if content.hexdigest() != recorded:
         raise Refusal(
             f"{tokens_file} holds corpus {content.hexdigest()}, and {manifest_file} records "
-            f"corpus {manifest['corpus_digest']}; the manifest is not this corpus's, so "
-            "prepare the corpus again"
+            f"corpus {recorded}; the manifest is not this corpus's, so prepare the corpus again"
         )
     if largest != manifest["largest_token"]:
         raise Refusal(

@@ -12,6 +12,11 @@ keyed bijection of range(W) drawn from (seed, p) alone (`zrodlo.draws.bijection`
 just the positions a step reads. So every step has exactly B windows, any step can be computed without the
 ones before it (a resumed run needs only its step count), and neither costs memory or time that
 grows with W.
+
+A corpus with target weights (chat documents, `zrodlo.data.chat_encoding`) scores only the targets
+of weight 1, and its windows are those that hold one: a window of questions alone teaches nothing,
+and a step of such windows would have no loss. Those windows are listed (8 bytes each), so a
+weighted corpus's table grows with its windows.
 """
 
 from dataclasses import dataclass
@@ -46,14 +51,20 @@ class WindowTable:
     doc_starts: np.ndarray
     doc_targets: np.ndarray
     context: int
+    # A weighted corpus's (N,) uint8 target weights, and the (W,) int64 windows of the documents'
+    # that hold a target of weight 1, which are then the table's windows.
+    weights: np.ndarray | None = None
+    chosen: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return int(self.first_window[-1])
+        return int(self.first_window[-1]) if self.chosen is None else len(self.chosen)
 
     def locate(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(starts, target_counts) of windows `indices`, each (B,) int64: the flat token position
-        of each window's first input token, and how many targets it scores (1 .. context-1)."""
+        of each window's first input token, and how many targets it holds (1 .. context-1)."""
         indices = np.asarray(indices, dtype=np.int64)
+        if self.chosen is not None:
+            indices = self.chosen[indices]
         # A document without windows has first_window[d] == first_window[d+1], so searching to
         # the right passes over it to the document the window belongs to.
         doc = np.searchsorted(self.first_window, indices, side="right") - 1  # (B,)
@@ -63,12 +74,21 @@ class WindowTable:
         return starts, np.minimum(span, self.doc_targets[doc] - k * span)
 
     def targets_of(self, indices: np.ndarray) -> int:
-        """How many targets the windows `indices` score together."""
-        return int(self.locate(indices)[1].sum())
+        """How many targets the windows `indices` score together (of weight 1, where weighted)."""
+        starts, counts = self.locate(indices)
+        if self.weights is None:
+            return int(counts.sum())
+        span = np.arange(1, self.context, dtype=np.int64)  # (C-1,) target offsets in a window
+        held = span[None, :] <= counts[:, None]  # (B, C-1)
+        positions = np.where(held, starts[:, None] + span[None, :], 0)  # (B, C-1)
+        return int((self.weights[positions] * held).sum())
 
 
-def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
-    """The windows of the documents tokens[offsets[d]:offsets[d+1]] at --context `context`.
+def build_windows(
+    offsets: np.ndarray, context: int, weights: np.ndarray | None = None
+) -> WindowTable:
+    """The windows of the documents tokens[offsets[d]:offsets[d+1]] at --context `context`; with
+    `weights` (N,) uint8, the windows that hold a target of weight 1.
 
     offsets (D+1,) are the documents' boundaries. A corpus whose total token count
     offsets[-1] - offsets[0] is below `context` (an empty one included) is refused: it cannot
@@ -94,7 +114,17 @@ def build_windows(offsets: np.ndarray, context: int) -> WindowTable:
     np.cumsum(per_doc, out=first_window[1:])
     if first_window[-1] == 0:
         raise ValueError("no document holds a target: each needs BOS and at least an EOS")
-    return WindowTable(first_window, offsets[:-1], doc_targets, context)
+    table = WindowTable(first_window, offsets[:-1], doc_targets, context)
+    if weights is None:
+        return table
+    starts, _ = table.locate(np.arange(len(table), dtype=np.int64))  # (W,)
+    # A window's targets run from its start + 1 to the next window's start + 1; the last window of
+    # a document runs on over the next document's first token, whose weight is always 0.
+    held = np.add.reduceat(weights, starts + 1, dtype=np.int64)  # (W,)
+    chosen = np.flatnonzero(held > 0).astype(np.int64)  # (W',)
+    if len(chosen) == 0:
+        raise Refusal("the corpus holds no target of weight 1, so there is nothing to train on")
+    return WindowTable(first_window, offsets[:-1], doc_targets, context, weights, chosen)
 
 
 def pass_stream(seed: int, pass_index: int) -> Stream:

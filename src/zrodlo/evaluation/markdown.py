@@ -80,7 +80,9 @@ def data_section(pools: list[Pool]) -> list[str]:
             f"{p.documents:,}",
             f"{p.characters:,}",
             f"{p.tokens:,}",
-            f"{p.targets:,}",
+            f"{p.targets:,}"
+            if p.weighted_targets is None
+            else f"{p.weighted_targets:,} of {p.targets:,}",
             f"{p.unknown_tokens:,}",
             _rate(p.unknown_rate),
         ]
@@ -92,7 +94,13 @@ def data_section(pools: list[Pool]) -> list[str]:
         *_table([*header, "unknown rate"], rows),
         "",
         "Unknown tokens are text the tokenizer, fitted on the training pool, cannot encode (a "
-        "character it never saw; a byte-level BPE encodes every text).",
+        "character it never saw; a byte-level BPE encodes every text)."
+        + (
+            " A pool of chat documents is trained and scored on the targets of its answers, the "
+            "first of its two counts."
+            if any(p.weighted_targets is not None for p in pools)
+            else ""
+        ),
         "",
     ]
 

@@ -36,6 +36,7 @@ class Pool:
     unknown_tokens: int
     unknown_rate: float
     digest: str
+    weighted_targets: int | None = None  # a chat corpus's targets in answers, the ones trained on
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,11 @@ def read_pools(corpora: Path) -> list[Pool]:
                     unknown_tokens=int(manifest["unknown_tokens"]),
                     unknown_rate=float(manifest["unknown_rate"]),
                     digest=str(manifest["corpus_digest"]),
+                    weighted_targets=(
+                        int(manifest["weighted_targets"])
+                        if "weighted_targets" in manifest
+                        else None
+                    ),
                 )
             )
         except (KeyError, TypeError, ValueError) as error:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from zrodlo.data.chat_encoding import ChatProblem, chat_prompt
 from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.draws.chacha import Purpose, Stream, check_seed
 from zrodlo.draws.floats import uniform
@@ -96,9 +97,28 @@ def draw(
     device: torch.device,
 ) -> str:
     """Continue BOS + prompt by up to `tokens` tokens (stopping at EOS); return the new text."""
+    start = [tokenizer.bos, *tokenizer.encode(prompt).tolist()]
+    return continued(
+        model, tokenizer, start, {tokenizer.eos}, tokens, temperature, top_k, seed, device
+    )
+
+
+def continued(
+    model: Decoder,
+    tokenizer: Tokenizer,
+    start: list[int],
+    stops: set[int],
+    tokens: int,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+    device: torch.device,
+) -> str:
+    """Continue the ids `start` by up to `tokens` tokens, stopping at one of `stops`; return the
+    new text."""
     stream = Stream(seed, Purpose.SAMPLING)
     draws = uniform(stream, 0, tokens)  # (tokens,) one uniform per token drawn
-    sequence = [tokenizer.bos, *tokenizer.encode(prompt).tolist()]
+    sequence = list(start)
     produced: list[int] = []
     positions = model.config.positions
     cache, unread = KVCache(), sequence
@@ -112,7 +132,7 @@ def draw(
             inputs = torch.tensor([unread], dtype=torch.long, device=device)  # (1, T)
             logits = model(inputs, cache=cache)[0, -1].float().cpu().numpy()  # (V,)
             token = choose(logits, temperature, top_k, float(draws[i]))
-            if token == tokenizer.eos:
+            if token in stops:
                 break
             sequence.append(token)
             produced.append(token)
@@ -134,9 +154,12 @@ def sample(
     seed: int,
     device: str = "cpu",
     ordinal: int | None = None,
+    chat: bool = False,
 ) -> str:
     """The text of up to `tokens` tokens drawn from the model directory or checkpoint `model`
-    after BOS and `prompt` (without the prompt); the same seed gives the same text."""
+    after BOS and `prompt` (without the prompt); the same seed gives the same text. With `chat`
+    the prompt is a user's message and the text the answer, rendered and ended as the
+    tokenizer's chat template (or the plain form) says (`zrodlo.data.chat_encoding`)."""
     check_sampling(tokens, temperature, top_k)
     check_seed(seed)
     loaded = read_model(model)
@@ -146,5 +169,12 @@ def sample(
     warning = unknown_warning(loaded.tokenizer, prompt)
     if warning:
         warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
+    tokenizer = loaded.tokenizer
+    start, stops = [tokenizer.bos, *tokenizer.encode(prompt).tolist()], {tokenizer.eos}
+    if chat:
+        try:
+            start, stops = chat_prompt(tokenizer, prompt)
+        except ChatProblem as problem:
+            raise Refusal(f"the prompt, as a user's message, {problem}") from None
     network = build_decoder(loaded.config, loaded.weights, target, str(model))
-    return draw(network, loaded.tokenizer, prompt, tokens, temperature, top_k, seed, target)
+    return continued(network, tokenizer, start, stops, tokens, temperature, top_k, seed, target)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from zrodlo.data.tokenizer.chat_template import TEMPLATE_FILE
 from zrodlo.data.tokenizer.imported import imported
 from zrodlo.exchange.source_files import held_weights, own_file
 from zrodlo.exchange.transformers_weights import read_weights
@@ -62,6 +63,7 @@ def import_model(source: Path, output: Path) -> ModelConfig:
     config, stated = read_config(source)
     weights = read_weights(config, stated, held_weights(source), source / "config.json")
     own_file(source, "tokenizer_config.json")  # read beside tokenizer.json, for BOS and EOS
+    own_file(source, TEMPLATE_FILE)  # and the chat template, where the directory has one
     tokenizer = imported(own_file(source, "tokenizer.json"))
     if tokenizer.vocab_size > config.vocab_size:
         raise Refusal(

@@ -8,8 +8,10 @@ tokenizer is the `tokenizers` library's tokenizer each kind gives (`Tokenizer.li
 character tokenizer a word-level vocabulary over single characters, ids as Zrodlo's (a character
 it never saw is UNK); a fitted byte-level BPE the BPE that encodes for Zrodlo, its ids Zrodlo's; an
 imported one its own file with its own ids. EOS pads. Special tokens are never read out of text:
-"<bos>" typed in a prompt is its characters, as in Zrodlo. Like Zrodlo's windows, a text fed to the
-model starts with BOS; the tokenizer adds none.
+"<bos>" typed in a prompt is its characters, as in Zrodlo; except for a tokenizer with a chat
+template, which is written beside it and whose renderings name special tokens in text, as
+`apply_chat_template` reads them (Zrodlo refuses a chat message holding one). Like Zrodlo's
+windows, a text fed to the model starts with BOS; the tokenizer adds none.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from safetensors.torch import save_file
 
 from zrodlo.data.tokenizer import Tokenizer
+from zrodlo.data.tokenizer.chat_template import TEMPLATE_FILE
 from zrodlo.model.families.base import Names
 from zrodlo.storage.digest import write_json
 from zrodlo.storage.outputs import new_directory
@@ -41,7 +44,8 @@ def transformers_weights(names: Names, weights: dict[str, torch.Tensor]) -> dict
 
 def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> None:
     """tokenizer.json, the `tokenizers` library's tokenizer that encodes as Zrodlo does, and
-    tokenizer_config.json naming its special tokens."""
+    tokenizer_config.json naming its special tokens; the chat template, where the tokenizer has
+    one, in chat_template.jinja as transformers writes it."""
     library = tokenizer.library
     library.save(str(directory / "tokenizer.json"))
     special = {"bos_token": tokenizer.bos, "eos_token": tokenizer.eos, "pad_token": tokenizer.eos}
@@ -52,11 +56,13 @@ def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> No
         {
             "tokenizer_class": "PreTrainedTokenizerFast",
             **{role: library.id_to_token(token) for role, token in special.items()},
-            "split_special_tokens": True,
+            "split_special_tokens": tokenizer.template is None,
             "model_max_length": positions,
             "clean_up_tokenization_spaces": False,
         },
     )
+    if tokenizer.template is not None:
+        (directory / TEMPLATE_FILE).write_text(tokenizer.template.text, encoding="utf-8")
 
 
 def export(model: Path, output: Path) -> Path:

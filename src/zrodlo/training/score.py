@@ -92,7 +92,7 @@ def score(
 
 def check_data(corpus: Corpus, model: Model, context: int) -> WindowTable:
     """The windows of a corpus a model can train or be scored on, or the refusal that says why not."""
-    table = build_windows(corpus.offsets, context)
+    table = build_windows(corpus.offsets, context, corpus.weights)
     if context - 1 > model.config.positions:
         raise Refusal(
             f"--context {context} makes the model read {context - 1} tokens, more than the "

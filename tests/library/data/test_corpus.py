@@ -329,7 +329,7 @@ def test_open_refuses_another_format_version(documents):
     with pytest.raises(Refusal) as refused:
         Corpus.open(corpus)
     assert refused.value.sentence == (
-        f"{manifest_file} has format version 1, and this build reads version 3; "
+        f"{manifest_file} has format version 1, and this build reads versions 3 and 4; "
         "prepare the corpus again"
     )
 
@@ -360,7 +360,7 @@ def test_open_refuses_a_corpus_of_the_arrow_layout_saying_to_prepare_it_again(tm
     with pytest.raises(Refusal) as refused:
         Corpus.open(corpus)
     assert refused.value.sentence == (
-        f"{corpus / 'corpus.json'} has format version 2, and this build reads version 3; "
+        f"{corpus / 'corpus.json'} has format version 2, and this build reads versions 3 and 4; "
         "prepare the corpus again"
     )
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from zrodlo.data.tokenizer.chat_template import ChatTemplate
 from zrodlo.storage.digest import json_sha256, write_json
 from zrodlo.storage.refusal import Refusal
 
@@ -38,6 +39,9 @@ class Tokenizer(ABC):
     # The Unicode normalization form the kind puts each text in before encoding it, or None: a
     # text in another form would come back changed, so it is refused (`text_problem`).
     normal_form: str | None = None
+    # The chat template conversations are rendered with (an imported tokenizer's, where its files
+    # carry one), or None for Zrodlo's plain form (`zrodlo.data.chat_encoding`).
+    template: ChatTemplate | None = None
 
     @property
     @abstractmethod

@@ -10,7 +10,8 @@ tokens that decode to their own text under the ids the library gives them (`libr
 and no normalizer but Qwen2's NFC, which leaves a text in NFC as it is: a text in another form is
 refused where it is encoded (`Tokenizer.text_problem`). A text that holds the name of a special token is text: special tokens only
 frame documents, and no text encodes to one. A file whose import would be larger than a command
-reads as a tokenizer.json is refused before anything is written.
+reads as a tokenizer.json is refused before anything is written. The chat template the files
+carry is kept (`chat_template.py`) and covered by the digest: chat documents are rendered by it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tokenizers import Tokenizer
 
 from zrodlo.data.tokenizer.base import FILE_NAME
 from zrodlo.data.tokenizer.bpe_training import byte_symbols
+from zrodlo.data.tokenizer.chat_template import ChatTemplate, chat_template
 from zrodlo.data.tokenizer.library_encoding import LibraryEncoding
 from zrodlo.data.tokenizer.library_file import (
     NFC,
@@ -45,11 +47,13 @@ KIND = "imported-bpe"
 
 @dataclass(frozen=True)
 class ImportedBPE(LibraryEncoding):
-    """The library file's JSON text (`source`, keys sorted) and the ids framing each document."""
+    """The library file's JSON text (`source`, keys sorted), the ids framing each document, and
+    the chat template its files carry, if any."""
 
     source: str
     bos: int
     eos: int
+    template: ChatTemplate | None = None
 
     kind = KIND
     unk = None
@@ -107,8 +111,10 @@ class ImportedBPE(LibraryEncoding):
         return sizes
 
     def canonical(self) -> dict[str, Any]:
-        """The content the digest is taken over."""
-        return {"kind": self.kind, "special": self.special, "tokenizer": self.file}
+        """The content the digest is taken over; a tokenizer without a chat template has the
+        digest it had before templates were kept."""
+        chat = {} if self.template is None else {"chat": self.template.canonical()}
+        return {"kind": self.kind, "special": self.special, "tokenizer": self.file, **chat}
 
     @cached_property
     def written(self) -> bytes:
@@ -132,7 +138,12 @@ class ImportedBPE(LibraryEncoding):
         problem = check_library_file(file)
         if problem is not None:
             raise broken(problem)
-        tokenizer = cls(json.dumps(file, sort_keys=True), special["BOS"], special["EOS"])
+        template = None
+        if "chat" in data:
+            template = ChatTemplate.from_canonical(data["chat"])
+            if template is None:
+                raise broken("its chat entry is not a template and its named tokens")
+        tokenizer = cls(json.dumps(file, sort_keys=True), special["BOS"], special["EOS"], template)
         if not {special["BOS"], special["EOS"]} <= special_ids(file):
             raise broken("its BOS and EOS are not special tokens of its tokenizer")
         return tokenizer
@@ -148,6 +159,7 @@ def imported(source: Path, bos: str | None = None, eos: str | None = None) -> Im
         json.dumps(file, sort_keys=True),
         frame_id(source, file, "--bos", bos),
         frame_id(source, file, "--eos", eos),
+        chat_template(source),
     )
     if len(tokenizer.written) > SMALL_FILE:
         raise Refusal(
