@@ -49,13 +49,17 @@ def import_documents(
         (), help="Leave out documents whose id matches this pattern; give it once per pattern."
     ),
     skip_empty: bool = typer.Option(
-        False, help="Skip documents with an empty text instead of refusing them."
+        False, "--skip-empty", help="Skip documents with an empty text instead of refusing them."
     ),
     skip_undecodable: bool = typer.Option(
-        False, help="Skip files of the folder that are not UTF-8 instead of refusing them."
+        False,
+        "--skip-undecodable",
+        help="Skip files of the folder that are not UTF-8 instead of refusing them.",
     ),
     skip_invalid: bool = typer.Option(
-        False, help="Skip chat documents whose messages are no conversation instead of refusing."
+        False,
+        "--skip-invalid",
+        help="Skip chat documents whose messages are no conversation instead of refusing.",
     ),
     cut_at: str | None = typer.Option(
         None,

@@ -12,9 +12,10 @@ EXAMPLE = (
     "Example: zrodlo model evaluate --model run/step-350 --corpus corpus/validation --corpus "
     "corpus/test --baseline corpus/train"
 )
+# Headers of two lines, so that the table of a corpus named like a pool fits 80 columns.
 COLUMNS = (
-    "corpus", "loss", "perplexity", "bits/char", "bits/byte", "bigram loss", "targets",
-    "unknown rate",
+    "corpus", "loss", "perplexity", "bits per\nchar", "bits per\nbyte", "bigram\nloss", "targets",
+    "unknown\nrate",
 )  # fmt: skip
 
 
@@ -71,9 +72,12 @@ def evaluate(
             model, corpus, context, batch_size, baseline, output, device, ordinal, metrics,
             sample_corpus, sample_windows, sample_seed, progress,
         )  # fmt: skip
-    table = Table(title=f"{model}: loss in nats per target, context {scores['model']['context']}")
+    table = Table(
+        title=f"{model}: loss in nats per target, context {scores['model']['context']}",
+        box=None, pad_edge=False, header_style="bold",
+    )  # fmt: skip
     for column in COLUMNS:
-        table.add_column(column, justify="left" if column == "corpus" else "right")
+        table.add_column(column, justify="left" if column == "corpus" else "right", no_wrap=True)
     for name, entry in scores["corpora"].items():
         bigram = entry.get("bigram_loss")
         table.add_row(

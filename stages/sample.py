@@ -8,6 +8,7 @@ import typer
 
 from zrodlo.stages import options
 
+DEFAULT_SEED = 1
 EXAMPLE = (
     "Example: zrodlo model sample --model run/step-350 --prompt 'The ' --tokens 300 "
     "--temperature 0.8 --seed 1"
@@ -22,8 +23,10 @@ def sample(
         0.8, help="Divides the logits; 0 takes the most likely token."
     ),
     top_k: int | None = typer.Option(None, help="Draw only among the k most likely tokens."),
-    seed: int = typer.Option(
-        ..., help="Keys the ChaCha20 draws: the same seed gives the same text."
+    seed: int | None = typer.Option(
+        None,
+        help=f"Keys the ChaCha20 draws: the same seed gives the same text; {DEFAULT_SEED} if left "
+        "out (said on stderr).",
     ),
     device: str = options.DEVICE_OR_CPU,
     ordinal: int | None = options.ORDINAL,
@@ -38,7 +41,9 @@ def sample(
     from zrodlo.evaluation.sample import sample as sample_model
 
     text = sample_model(
-        model, prompt, tokens, temperature, top_k, seed=seed, device=device, ordinal=ordinal,
-        chat=chat,
+        model, prompt, tokens, temperature, top_k, seed=DEFAULT_SEED if seed is None else seed,
+        device=device, ordinal=ordinal, chat=chat,
     )  # fmt: skip
     typer.echo(text if chat else prompt + text)
+    if seed is None:  # recorded, so that the text can be drawn again
+        typer.echo(f"drawn with --seed {DEFAULT_SEED}, the default", err=True)

@@ -108,8 +108,6 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
         ({"init": {"layers": 4, "d_model": 130}},
          "init.heads 4 does not divide init.d_model 130; each head takes an equal share of the "
          "model width"),
-        ({"init": {"architecture": "gpt"}},
-         "init.kv_heads is for init.architecture llama or qwen2; a gpt model has none"),
         ({"train": {"warmup": 0.6, "decay": 0.5}},
          "train.warmup 0.6 and train.decay 0.5 add up to more than train.steps; the decay ends "
          "at the last step"),
@@ -168,6 +166,17 @@ def test_without_the_resume_check_any_steps_are_accepted(tmp_path):
 def test_the_tokenizer_section_gives_tokenizer_fit_the_kinds_own_keys(section, options):
     """vocab_size is read only for a BPE, so that -S tokenizer.kind=char alone switches kinds."""
     assert command_options({"tokenizer": section}, "tokenizer fit") == options
+
+
+def test_the_init_section_gives_model_init_the_familys_own_keys(tmp_path):
+    """init.kv_heads is read for llama and qwen2 only, so that -S init.architecture=gpt alone
+    switches families (README's experiment): the check holds and model init is not given it."""
+    init = yaml.safe_load((ROOT / "params.yaml").read_text())["init"]
+    assert init["kv_heads"] is not None  # the committed params name llama's key and value heads
+    gpt = command_options({"init": {**init, "architecture": "gpt"}}, "model init")
+    assert "kv_heads" not in gpt and gpt["architecture"] == "gpt"
+    assert command_options({"init": init}, "model init")["kv_heads"] == init["kv_heads"]
+    check_params(params_with(tmp_path, init={"architecture": "gpt"}), tmp_path / "rules.txt")
 
 
 def test_the_train_section_gives_the_schedule_in_whole_updates_and_leaves_nulls_out():

@@ -31,10 +31,10 @@ CHOICES = {
 }
 
 
-def help_of(command: tuple[str, ...]) -> str:
+def help_of(command: tuple[str, ...], columns: int = 300) -> str:
     done = subprocess.run(
         [ZRODLO, *command, "--help"], capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "COLUMNS": "300"},
+        env={**os.environ, "COLUMNS": str(columns)},
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     return done.stdout
@@ -55,6 +55,17 @@ def test_every_command_help_ends_with_an_example_of_itself(command):
     assert example, text
     assert example.group(1).split()[: len(command) + 1] == ["zrodlo", *command], last
     assert text.rstrip().endswith(last)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "command", [*COMMANDS, ("tokenizer", "import"), ("model", "import")], ids=" ".join
+)
+def test_every_help_reads_whole_at_80_columns(command):
+    """Nothing cut (rich ends what it cuts with an ellipsis), no line past the terminal."""
+    text = help_of(command, columns=80)
+    assert "…" not in text, text
+    assert max(map(len, text.splitlines())) <= 80
 
 
 @pytest.mark.parametrize("command", list(CHOICES), ids=" ".join)

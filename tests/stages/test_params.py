@@ -42,6 +42,24 @@ def test_the_init_section_sets_the_shape_over_the_preset_and_a_flag_wins(
     assert json.loads((tmp_path / "narrow" / "config.json").read_text())["d_model"] == 32
 
 
+def test_another_familys_keys_are_left_unread_and_refused_when_typed(
+    tmp_path, training_data, run_zrodlo, assert_refused
+):
+    """-S init.architecture=gpt beside llama's init.kv_heads makes a gpt model; --kv-heads typed
+    for a gpt model is still refused."""
+    params = params_file(tmp_path, init={**INIT, "architecture": "gpt"})
+    init = ("--params", params, "model", "init", "--tokenizer", training_data.tokenizer)
+    returncode, _, stderr = run_zrodlo(*init, "--output", tmp_path / "gpt", cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    stated = json.loads((tmp_path / "gpt" / "config.json").read_text())
+    # A gpt model at its defaults states no architecture (config.json as released versions wrote).
+    assert "architecture" not in stated and "kv_heads" not in stated and stated["layers"] == 3
+    assert_refused(
+        *init, "--output", tmp_path / "typed", "--kv-heads", "2",
+        sentence="--kv-heads is for --architecture llama or qwen2; a gpt model has none",
+    )  # fmt: skip
+
+
 def test_a_key_that_is_no_flag_of_the_command_is_refused(tmp_path, training_data, assert_refused):
     params = params_file(tmp_path, init={**INIT, "layer": 6})
     assert_refused(

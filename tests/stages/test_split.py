@@ -271,9 +271,25 @@ def test_splits_refuses_fractions_that_leave_a_pool_empty(
     documents = write_documents(tmp_path / "documents.jsonl", {"a": "x", "b": "y"})
     sentence = (
         f"{documents} has 2 documents, and --validation 0.01 puts none of them in the validation "
-        "pool; every pool needs one document or more"
+        "pool; every pool needs one document or more, so cut the texts into more documents: "
+        "documents import --cut-at '\\n\\s*\\n' cuts a text at its blank lines, "
+        "--max-characters into parts"
     )
     assert_refused(*assign_args(tmp_path, "--validation", "0.01"), sentence=sentence)
+
+
+def test_one_document_is_told_how_to_become_several(tmp_path, write_documents, assert_refused):
+    """One text file imported whole is one document: the refusal says so in the singular and
+    names the flags that cut it."""
+    documents = write_documents(tmp_path / "documents.jsonl", {"input.txt": "To be.\n\nOr not."})
+    sentence = (
+        f"{documents} has 1 document, and what --validation and --test leave does not put it in "
+        "the train pool; every pool needs one document or more, so cut the texts into more "
+        "documents: "
+        "documents import --cut-at '\\n\\s*\\n' cuts a text at its blank lines, "
+        "--max-characters into parts"
+    )
+    assert_refused(*assign_args(tmp_path), sentence=sentence)
 
 
 @pytest.mark.parametrize("command", [("documents", "split"), ("documents", "assign")])

@@ -69,11 +69,28 @@ def assign_pools(
     for pool, flag in (("train", None), ("validation", validation), ("test", test)):
         if not pools[pool]:
             asked = "what --validation and --test leave" if flag is None else f"--{pool} {flag!r}"
+            puts = "does not put it" if len(ids) == 1 else "puts none of them"
             raise Refusal(
-                f"{source} has {len(ids)} documents, and {asked} puts none of them in the {pool} "
-                "pool; every pool needs one document or more"
+                f"{source} has {_documents(len(ids))}, and {asked} {puts} in the {pool} pool; "
+                f"every pool needs one document or more, so {_remedy(ids, pool)}"
             )
     return pools
+
+
+def _documents(count: int) -> str:
+    return f"{count} document{'' if count == 1 else 's'}"
+
+
+def _remedy(ids: list[str], pool: str) -> str:
+    """What to do about a pool the shares left empty."""
+    if len(ids) < 10:  # too few for shares to fill three pools
+        return (
+            "cut the texts into more documents: documents import --cut-at '\\n\\s*\\n' cuts a "
+            "text at its blank lines, --max-characters into parts"
+        )
+    if pool == "train":
+        return "lower --validation and --test"
+    return f"raise --{pool}"
 
 
 def read_splits(path: Path) -> dict[str, str]:

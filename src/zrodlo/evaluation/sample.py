@@ -151,7 +151,7 @@ def sample(
     temperature: float = 0.8,  # the command's default: the same call gives the same text
     top_k: int | None = None,
     *,
-    seed: int,
+    seed: int = 1,
     device: str = "cpu",
     ordinal: int | None = None,
     chat: bool = False,

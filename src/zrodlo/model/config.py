@@ -160,6 +160,18 @@ class ModelConfig:
 DECLARATIONS = (ModelConfig, *(family.Settings for family in FAMILIES.values()))
 
 
+def foreign_settings(architecture: str | None, values: dict[str, Any]) -> list[str]:
+    """The keys of `values` that are set (not None, not False) and are settings of other families
+    than `architecture` (the default where None) but not of it."""
+    family = FAMILIES[DEFAULT if architecture is None else architecture]
+    own = {field.name for field in settings_fields(family)}
+    return [
+        key
+        for key, value in values.items()
+        if key not in own and families_with(key) and value is not None and value is not False
+    ]
+
+
 def _typed(field: dataclasses.Field, value: Any, refuse: Callable[[str], Refusal]) -> Any:
     """A config.json value of the type its field declares (a whole number counts as a float)."""
     kind = str(field.type).removesuffix(" | None")

@@ -23,7 +23,7 @@ from zrodlo.draws.chacha import check_seed
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.presets import SHAPE, shape_of
 from zrodlo.pipeline.params import as_params, read_params
-from zrodlo.pipeline.sections import COMMANDS, command_options
+from zrodlo.pipeline.sections import COMMANDS, command_options, init_options
 from zrodlo.storage.outputs import check_replaceable, replace_file
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
@@ -186,6 +186,7 @@ def _check_from(source: Any) -> bool:
 def _check_init(init: dict[str, Any]) -> None:
     """What model init takes from the init section: a preset's shape, with the shape keys given
     in their place, and the rest of a model's configuration."""
+    init = init_options(init)  # what model init reads: another family's keys are unread
     given = {key: init.get(key) for key in SHAPE}
     rest = {key: v for key, v in init.items() if key not in ("seed", "preset", *SHAPE)}
     shape = as_params("init", lambda: shape_of(init.get("preset"), given))

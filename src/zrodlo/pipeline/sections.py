@@ -6,7 +6,8 @@ A command reads its stage's own section, every key one of its options (`skip-emp
 `skip_empty` alike), and may take single values of other sections (the resume stage continues the
 train stage's run); a null value is no value. Where the params say a thing otherwise than the flag
 does, the section's conversion turns one into the other: the schedule's shares of train.steps
-become whole updates, only the keys of the tokenizer kind in use reach tokenizer fit, and init.from
+become whole updates, only the keys of the tokenizer kind in use reach tokenizer fit (and of the
+model family in use, model init), and init.from
 (the transformers directory the pipeline imports instead of running tokenizer fit and model init,
 dvc.yaml passing it to the import commands) reaches no command.
 """
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zrodlo.data.tokenizer import FITTED
+from zrodlo.model.config import foreign_settings
+from zrodlo.model.families import FAMILIES
 from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.storage.refusal import Refusal
 
@@ -36,10 +39,16 @@ def _kind_keys(tokenizer: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in tokenizer.items() if key in taken or kind is None}
 
 
-def _drawn(init: dict[str, Any]) -> dict[str, Any]:
-    """The init section less `from`, the directory the init stage imports when it is set: what
-    model init takes."""
-    return {key: value for key, value in init.items() if key != "from"}
+def init_options(init: dict[str, Any]) -> dict[str, Any]:
+    """The init section less `from`, the directory the init stage imports when it is set, and
+    less the settings of the families other than the one in use (init.kv_heads for a gpt model),
+    as only the keys of the tokenizer kind in use reach tokenizer fit: what model init takes."""
+    taken = {key: value for key, value in init.items() if key != "from"}
+    architecture = taken.get("architecture")
+    if architecture is None or (isinstance(architecture, str) and architecture in FAMILIES):
+        for key in foreign_settings(architecture, taken):
+            del taken[key]
+    return taken
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ COMMANDS = {
     "documents import": Reads("documents"),
     "documents assign": Reads("splits"),
     "tokenizer fit": Reads("tokenizer", convert=_kind_keys),
-    "model init": Reads("init", convert=_drawn),
+    "model init": Reads("init", convert=init_options),
     "model train": Reads("train", convert=_schedule),
     "checkpoint resume": Reads(None, {name: f"train.{name}" for name in _RESUMED}),
     "model evaluate": Reads(

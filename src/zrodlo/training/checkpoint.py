@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from zrodlo.model.directory import (
+    CONFIG_FILE,
     LISTING_FILE,
     MODEL_FILES,
     TOKENIZER_FILE,
@@ -59,6 +60,11 @@ def read_model_and_record(path: Path) -> tuple[Model, dict | None]:
     """A model directory or checkpoint read once: its model, and a checkpoint's verified
     trainer.json (None for a model directory). Each file is read, hashed and checked once."""
     check_readable(path)
+    if not (path / CONFIG_FILE).exists() and (held := checkpoints_in(path)):
+        raise Refusal(
+            f"{path} is a run directory, not a model; name one of its checkpoints, such as its "
+            f"newest, {held[-1][1]}"
+        )
     if (path / TRAINER_FILE).exists():
         record, files = read_verified(path)
         model = model_from_files(path, files)

@@ -78,7 +78,7 @@ def test_a_pool_left_empty_is_refused(tmp_path):
         assign_pools(IDS[:20], 0.5, 0.0, source)
     assert refused.value.sentence == (
         f"{source} has 20 documents, and --test 0.0 puts none of them in the test pool; "
-        "every pool needs one document or more"
+        "every pool needs one document or more, so raise --test"
     )
 
 

@@ -1,0 +1,56 @@
+"""What the commands that read a model tell a user: a run directory given as a model names its
+newest checkpoint, a sample without a seed draws with the default and says which, and the scores
+table reads whole on an 80-column terminal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ZRODLO = Path(sys.executable).parent / "zrodlo"
+
+
+@pytest.mark.parametrize("command", ["sample", "evaluate", "export"])
+def test_a_run_directory_given_as_a_model_names_its_newest_checkpoint(
+    command, trained_run, training_data, assert_refused, tmp_path
+):
+    extra = {
+        "sample": ["--prompt", "the ", "--seed", "1"],
+        "evaluate": ["--corpus", training_data.corpus],
+        "export": ["--output", tmp_path / "exported"],
+    }[command]
+    assert_refused(
+        "model", command, "--model", trained_run, *extra,
+        sentence=f"{trained_run} is a run directory, not a model; name one of its checkpoints, "
+        f"such as its newest, {trained_run / 'step-6'}",
+    )  # fmt: skip
+
+
+def test_a_sample_without_a_seed_draws_with_the_default_and_says_so(
+    trained_run, run_zrodlo, tmp_path
+):
+    model = trained_run / "step-6"
+    status, defaulted, said = run_zrodlo("model", "sample", "--model", model, "--tokens", 8,
+                                         cwd=tmp_path)  # fmt: skip
+    assert (status, said) == (0, "drawn with --seed 1, the default\n")
+    _, seeded, _ = run_zrodlo("model", "sample", "--model", model, "--tokens", 8, "--seed", 1,
+                              cwd=tmp_path)  # fmt: skip
+    assert defaulted == seeded
+
+
+def test_the_scores_table_reads_whole_at_80_columns(trained_run, training_data, tmp_path):
+    done = subprocess.run(
+        [str(ZRODLO), "model", "evaluate", "--model", trained_run / "step-6", "--corpus",
+         training_data.corpus, "--baseline", training_data.corpus],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+        env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout, done.stdout
+    assert max(map(len, done.stdout.splitlines())) <= 80
+    header = "\n".join(done.stdout.splitlines()[1:4])
+    assert "perplexity" in header and "bits per" in header and "unknown" in header
