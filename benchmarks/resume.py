@@ -57,7 +57,7 @@ CONTEXT, BATCH = 32, 8
 TINY = {"d_model": 16, "layers": 1, "heads": 2, "d_ff": 64, "positions": CONTEXT}
 CPU = torch.device("cpu")
 # What `zrodlo checkpoint resume` imports before its first step; its start-up floor.
-IMPORTS = "import torch, zrodlo.stages.cli, zrodlo.stages.resume, zrodlo.stages.progress, zrodlo.training.loop, zrodlo.training.step"
+IMPORTS = "import torch, zrodlo.stages.cli, zrodlo.stages.resume, zrodlo.training.loop, zrodlo.training.step"
 
 
 def prepare(work: Path) -> tuple[Path, Path]:

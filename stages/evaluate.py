@@ -65,7 +65,7 @@ def evaluate(
     from rich.table import Table
 
     from zrodlo.evaluation.evaluate import evaluate as score
-    from zrodlo.stages.progress import ScoringDisplay
+    from zrodlo.training.display import ScoringDisplay
 
     with ScoringDisplay() as progress:
         scores = score(

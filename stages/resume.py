@@ -41,7 +41,7 @@ def resume(
     """Continue a checkpoint with its own optimizer state and data position, on any number of
     processes that divides a step's micro-batches."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.stages.progress import StepDisplay
+    from zrodlo.training.display import StepDisplay
     from zrodlo.training.runs import resume as resume_run
 
     display = StepDisplay()

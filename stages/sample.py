@@ -8,7 +8,6 @@ import typer
 
 from zrodlo.stages import options
 
-DEFAULT_SEED = 1
 EXAMPLE = (
     "Example: zrodlo model sample --model run/step-350 --prompt 'The ' --tokens 300 "
     "--temperature 0.8 --seed 1"
@@ -25,8 +24,8 @@ def sample(
     top_k: int | None = typer.Option(None, help="Draw only among the k most likely tokens."),
     seed: int | None = typer.Option(
         None,
-        help=f"Keys the ChaCha20 draws: the same seed gives the same text; {DEFAULT_SEED} if left "
-        "out (said on stderr).",
+        help="Keys the ChaCha20 draws: the same seed gives the same text; a default seed, said "
+        "on stderr, if left out.",
     ),
     device: str = options.DEVICE_OR_CPU,
     ordinal: int | None = options.ORDINAL,
@@ -38,11 +37,12 @@ def sample(
 ) -> None:
     """Continue a prompt with text drawn from the model, or answer it (--chat)."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
+    from zrodlo.evaluation.sample import DEFAULT_SEED
     from zrodlo.evaluation.sample import sample as sample_model
 
     text = sample_model(
-        model, prompt, tokens, temperature, top_k, seed=DEFAULT_SEED if seed is None else seed,
-        device=device, ordinal=ordinal, chat=chat,
+        model, prompt, tokens, temperature, top_k, seed=seed, device=device, ordinal=ordinal,
+        chat=chat,
     )  # fmt: skip
     typer.echo(text if chat else prompt + text)
     if seed is None:  # recorded, so that the text can be drawn again

@@ -44,7 +44,7 @@ def train(
     Under torchrun, or with --processes, each process computes a share of every step, and the run
     is the one-process run to the bit."""
     # Imported here, not at the top: `zrodlo --help` and the data stages then start without torch.
-    from zrodlo.stages.progress import StepDisplay
+    from zrodlo.training.display import StepDisplay
     from zrodlo.training.runs import train as train_model
 
     display = StepDisplay()

@@ -7,7 +7,9 @@ or computed: `prepare`, `split` and `evaluate` the records they write, as typed 
 and skipped (`Imported`), `init` the model, `train` and `resume` the checkpoints written. A
 refusal is raised as `Refusal`, whose `sentence` is what the command prints after `Error: `. `train` and `resume` with `processes=N` start N worker processes that run the library's
 own entry point, never the caller's script, so they work from a notebook as from the command line
-(a script keeps its work under `if __name__ == "__main__":`, as any multiprocessing does).
+(a script keeps its work under `if __name__ == "__main__":`, as any multiprocessing does). They
+show their steps as the command does (a live line on a terminal, a line a step otherwise);
+`progress=api.quiet` shows none.
 
     from pathlib import Path
     from zrodlo import api
@@ -54,12 +56,12 @@ from zrodlo.model.presets import SHAPE
 from zrodlo.pipeline.check import check_params
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.plan import RunPlan
-from zrodlo.training.runs import resume, train
+from zrodlo.training.runs import quiet, resume, train
 
 __all__ = [
     "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer",
-    "import_documents", "import_model", "import_tokenizer", "init", "prepare", "report", "resume",
-    "sample", "split", "torch_docs", "train",
+    "import_documents", "import_model", "import_tokenizer", "init", "prepare", "quiet", "report",
+    "resume", "sample", "split", "torch_docs", "train",
 ]  # fmt: skip
 
 

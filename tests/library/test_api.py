@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -90,29 +91,40 @@ def test_prepare_writes_the_corpus_the_command_writes(training_data, tmp_path):
 
 @pytest.mark.slow
 def test_train_and_resume_write_the_runs_the_commands_write(
-    training_data, dropout_model, train_args, run_zrodlo, tmp_path
+    training_data, dropout_model, train_args, run_zrodlo, tmp_path, capsys
 ):
+    """And show the command's progress, a line a step where no terminal is, unless quiet."""
     by_command = tmp_path / "by-command"
     flags = {"--checkpoint-every": 2, "--threads": 1}
-    returncode, _, stderr = run_zrodlo(
+    returncode, shown, stderr = run_zrodlo(
         *train_args(dropout_model, training_data.corpus, by_command, STEPS, flags), cwd=tmp_path
     )
     assert (returncode, stderr) == (0, ""), stderr
     by_api = tmp_path / "by-api"
+    capsys.readouterr()
     written = api.train(
         dropout_model, training_data.corpus, by_api, device="cpu", threads=1, **PLAN
     )
     assert written == [by_api / "step-2", by_api / "step-4"]
+    steps = [step_line(line) for line in capsys.readouterr().out.splitlines()]
+    assert steps == [step_line(line) for line in shown.splitlines()[:STEPS]]
+    assert steps[-1].startswith(f"step {STEPS}/{STEPS}  loss ")
     for step in ("step-2", "step-4"):
         assert files_of(by_api / step) == files_of(by_command / step), step
     resumed = api.resume(
         by_api / "step-2", training_data.corpus, tmp_path / "resumed", steps=STEPS, device="cpu",
-        checkpoint_every=2,
+        checkpoint_every=2, progress=api.quiet,
     )  # fmt: skip
     assert resumed == [tmp_path / "resumed" / "step-4"]
+    assert capsys.readouterr().out == ""
     for name in ("model.safetensors", "optimizer.safetensors"):
         ours, theirs = tmp_path / "resumed" / "step-4" / name, by_command / "step-4" / name
         assert ours.read_bytes() == theirs.read_bytes()
+
+
+def step_line(line: str) -> str:
+    """A step's progress line less its speed, which no two runs share."""
+    return re.sub(r"  [0-9,]+ tokens/s", "", line)
 
 
 @pytest.mark.parametrize("processes", [1, pytest.param(2, marks=pytest.mark.slow)])
@@ -162,7 +174,7 @@ def test_processes_started_from_a_script_make_the_one_process_run(
                 device="cpu", processes=2, threads=1, progress=progress, **{PLAN!r})
             resumed = api.resume(
                 Path("run/step-2"), Path({str(training_data.corpus)!r}), Path("resumed"),
-                steps={STEPS}, device="cpu", processes=2, checkpoint_every=2)
+                steps={STEPS}, device="cpu", processes=2, checkpoint_every=2, progress=api.quiet)
             print(written, resumed, steps)
     """)  # fmt: skip
     if how == "script":

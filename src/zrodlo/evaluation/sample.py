@@ -140,6 +140,10 @@ def continued(
     return tokenizer.decode(produced)
 
 
+# The seed of a sample that names none: the same text every time, as a seed given would.
+DEFAULT_SEED = 1
+
+
 class UnknownCharactersWarning(UserWarning):
     """A prompt holds characters the tokenizer does not know: the model reads each as UNK."""
 
@@ -151,16 +155,18 @@ def sample(
     temperature: float = 0.8,  # the command's default: the same call gives the same text
     top_k: int | None = None,
     *,
-    seed: int = 1,
+    seed: int | None = None,
     device: str = "cpu",
     ordinal: int | None = None,
     chat: bool = False,
 ) -> str:
     """The text of up to `tokens` tokens drawn from the model directory or checkpoint `model`
-    after BOS and `prompt` (without the prompt); the same seed gives the same text. With `chat`
+    after BOS and `prompt` (without the prompt); the same seed (`DEFAULT_SEED` where None) gives
+    the same text. With `chat`
     the prompt is a user's message and the text the answer, rendered and ended as the
     tokenizer's chat template (or the plain form) says (`zrodlo.data.chat_encoding`)."""
     check_sampling(tokens, temperature, top_k)
+    seed = DEFAULT_SEED if seed is None else seed
     check_seed(seed)
     loaded = read_model(model)
     check_tokenizer_fits(loaded)

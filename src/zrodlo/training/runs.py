@@ -19,6 +19,7 @@ from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.device import resolve_device
 from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import read_checkpoint, read_model
+from zrodlo.training.display import StepDisplay
 from zrodlo.training.environment import EnvironmentWarning, match_environment
 from zrodlo.training.launch import run_workers
 from zrodlo.training.loop import check_held_out, fresh_provenance, open_held_out, run_updates
@@ -60,7 +61,7 @@ def train(
     threads: int | None = None,
     eval_corpus: Path | None = None,
     timing: Path | None = None,
-    progress: Progress = quiet,
+    progress: Progress | None = None,
     **plan: Any,
 ) -> list[Path]:
     """Train every weight of `model` on `corpus`, writing checkpoints into `output`; `plan` holds
@@ -68,9 +69,11 @@ def train(
 
     `processes` processes share each step (started here, or already by torchrun), each computing on
     `threads` threads, which the weights depend on (torch's own default where None); `timing` is
-    the file the step times go to, if not the run directory's timing.csv. Returns the checkpoints
+    the file the step times go to, if not the run directory's timing.csv; `progress` shows the
+    run's steps (as the command does where None; `quiet` shows none). Returns the checkpoints
     written (none in a process of torchrun's other than process 0). A schedule that ends after
     the last step is warned of with a `ScheduleWarning`, before the first."""
+    progress = StepDisplay() if progress is None else progress
     checked = RunPlan(**plan)
     checked.validate()
     check_threads(threads)
@@ -116,14 +119,15 @@ def resume(
     checkpoint_every: int | None = None,
     keep_checkpoints: int | None = None,
     timing: Path | None = None,
-    progress: Progress = quiet,
+    progress: Progress | None = None,
 ) -> list[Path]:
     """Continue `checkpoint` to `steps` with its own plan, optimizer state, data position and
     thread count, writing checkpoints into `output`; the run equals the uninterrupted one.
 
-    Returns the checkpoints written. A resume on another torch version, processor or GPU warns
-    with an `EnvironmentWarning` and goes on, and one whose schedule ends after `steps` with a
-    `ScheduleWarning`."""
+    Returns the checkpoints written; `progress` as `train` takes it. A resume on another torch
+    version, processor or GPU warns with an `EnvironmentWarning` and goes on, and one whose
+    schedule ends after `steps` with a `ScheduleWarning`."""
+    progress = StepDisplay() if progress is None else progress
     if not launched() and processes != 1:  # launched() refuses a half-set launch first
         check_processes(processes)
         request = {
