@@ -91,6 +91,9 @@ def evaluate(
             f"{entry['unknown_rate']:.3%}",
         )
     Console().print(table)
+    for path in [*sample_corpus, *corpus]:
+        if path.name not in scores["corpora"] and str(path) not in scores["corpora"]:
+            typer.echo(f"{path} holds no documents, so it is not scored", err=True)
 
 
 def _shown(value: float | None) -> str:

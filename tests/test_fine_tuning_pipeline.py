@@ -104,8 +104,9 @@ def make_repository(repo: Path, chat: bool = False) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for section, values in TINY.items():
         params[section].update(values)
-    if chat:
+    if chat:  # and a split of train and validation alone, nanoGPT's
         params["documents"]["source"] = CONVERSATIONS
+        params["splits"].update({"validation": 0.2, "test": 0.0})
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for folder in ("src", "stages", "pretrained", "examples"):
@@ -191,18 +192,24 @@ def test_dvc_lock_holds_the_folders_hash_and_an_edit_of_the_directory_reruns_two
 
 def test_a_chat_fine_tune_runs_as_params_of_the_pipeline(tmp_path):
     """The README's recipe as params: the example conversations and a model whose tokenizer has
-    a chat template; every stage runs, the corpora are weighted on the answers, the run resumes
-    exactly and the report counts the answers' targets."""
+    a chat template, split into train and validation alone (splits.test 0); every stage runs, the
+    corpora are weighted on the answers, the empty test pool is prepared and left unscored, the
+    run resumes exactly and the report counts the answers' targets."""
     repo = tmp_path / "repo"
     make_repository(repo, chat=True)
     assert set(stages_run(dvc("repro", cwd=repo))) == STAGES
     assert json.loads((repo / "reports" / "resume.json").read_text())["equal"] is True
-    for pool in ("train", "validation", "test"):
+    for pool in ("train", "validation"):
         corpus = json.loads((repo / "corpus" / pool / "corpus.json").read_text())
         assert corpus["format_version"] == 4, pool
         assert 0 < corpus["weighted_targets"] < corpus["targets"], pool
+    # splits.test 0: an empty test pool, prepared as an empty corpus and not scored.
+    assert json.loads((repo / "corpus" / "test" / "corpus.json").read_text())["documents"] == 0
+    scored = json.loads((repo / "reports" / "evaluation.json").read_text())["corpora"]
+    assert sorted(scored) == ["train", "validation"]
     report = (repo / "reports" / "report.md").read_text()
     assert "trained and scored on the targets of its answers" in report
+    assert "| test | 0 | 0 | 0 | 0 | 0 |" in report
     tuned = sorted((repo / "run").glob("step-*"))[-1]
     answer = run(BIN / "zrodlo", "model", "sample", "--model", tuned, "--prompt", "Hello!",
                  "--chat", "--tokens", 8, "--seed", 1, cwd=repo)  # fmt: skip

@@ -4,6 +4,7 @@ table reads whole on an 80-column terminal."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,3 +55,21 @@ def test_the_scores_table_reads_whole_at_80_columns(trained_run, training_data, 
     assert max(map(len, done.stdout.splitlines())) <= 80
     header = "\n".join(done.stdout.splitlines()[1:4])
     assert "perplexity" in header and "bits per" in header and "unknown" in header
+
+
+def test_a_corpus_of_no_documents_is_left_unscored_and_said(
+    trained_run, training_data, run_zrodlo, tmp_path
+):
+    """An empty test pool (splits.test 0): the pools that exist are scored."""
+    (tmp_path / "none.jsonl").write_bytes(b"")
+    returncode, _, stderr = run_zrodlo("corpus", "prepare", "--documents", "none.jsonl",
+                                       "--tokenizer", training_data.tokenizer, "--output", "test",
+                                       cwd=tmp_path)  # fmt: skip
+    assert (returncode, stderr) == (0, "")
+    returncode, _, stderr = run_zrodlo(
+        "model", "evaluate", "--model", trained_run / "step-6", "--corpus", training_data.corpus,
+        "--corpus", "test", "--output", "scores.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert (returncode, stderr) == (0, "test holds no documents, so it is not scored\n")
+    scores = json.loads((tmp_path / "scores.json").read_text())
+    assert list(scores["corpora"]) == [training_data.corpus.name]

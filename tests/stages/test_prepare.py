@@ -107,12 +107,15 @@ def test_prepare_refuses_a_bad_documents_line(tmp_path, fitted, write_documents,
     assert_refused(*prepare_args(tmp_path), sentence=sentence)
 
 
-def test_prepare_refuses_a_documents_file_without_documents(tmp_path, fitted, assert_refused):
+def test_a_documents_file_without_documents_is_an_empty_corpus(tmp_path, fitted, run_zrodlo):
+    """An empty test pool (splits.test 0) is prepared as a corpus of no documents, which
+    model evaluate leaves unscored and no run can train on."""
     (tmp_path / "documents.jsonl").write_bytes(b"")
-    sentence = (
-        f"{tmp_path / 'documents.jsonl'} holds no documents; a corpus needs one document or more"
-    )
-    assert_refused(*prepare_args(tmp_path), sentence=sentence)
+    returncode, _, stderr = run_zrodlo(*prepare_args(tmp_path), cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    manifest = json.loads((tmp_path / "corpus" / "corpus.json").read_text())
+    assert (manifest["documents"], manifest["tokens"], manifest["unknown_rate"]) == (0, 0, 0.0)
+    assert (tmp_path / "corpus" / "tokens.bin").read_bytes() == b""
 
 
 def test_a_character_only_validation_has_is_unknown_in_the_validation_corpus(

@@ -147,12 +147,14 @@ BAD_SPLITS = {
         "every document belongs to exactly one pool",
     ),
     "empty pool": (
-        {"train": ["a", "d"], "validation": ["b", "c"], "test": []},
-        "{s} gives the test pool no ids; train, validation and test each need one or more",
+        {"train": ["a", "d"], "validation": [], "test": ["b", "c"]},
+        "{s} gives the validation pool no ids; train and validation each need one or more (test "
+        "may have none)",
     ),
     "missing pool": (
-        {"train": ["a", "c", "d"], "test": ["b"]},
-        "{s} gives the validation pool no ids; train, validation and test each need one or more",
+        {"validation": ["a", "c", "d"], "test": ["b"]},
+        "{s} gives the train pool no ids; train and validation each need one or more (test may "
+        "have none)",
     ),
     "unknown pool name": (
         {"train": ["a", "d"], "valid": ["b"], "test": ["c"]},
@@ -271,7 +273,8 @@ def test_splits_refuses_fractions_that_leave_a_pool_empty(
     documents = write_documents(tmp_path / "documents.jsonl", {"a": "x", "b": "y"})
     sentence = (
         f"{documents} has 2 documents, and --validation 0.01 puts none of them in the validation "
-        "pool; every pool needs one document or more, so cut the texts into more documents: "
+        "pool; train and validation each need one document or more, and test does with --test "
+        "above 0, so cut the texts into more documents: "
         "documents import --cut-at '\\n\\s*\\n' cuts a text at its blank lines, "
         "--max-characters into parts"
     )
@@ -284,8 +287,8 @@ def test_one_document_is_told_how_to_become_several(tmp_path, write_documents, a
     documents = write_documents(tmp_path / "documents.jsonl", {"input.txt": "To be.\n\nOr not."})
     sentence = (
         f"{documents} has 1 document, and what --validation and --test leave does not put it in "
-        "the train pool; every pool needs one document or more, so cut the texts into more "
-        "documents: "
+        "the train pool; train and validation each need one document or more, and test does "
+        "with --test above 0, so cut the texts into more documents: "
         "documents import --cut-at '\\n\\s*\\n' cuts a text at its blank lines, "
         "--max-characters into parts"
     )

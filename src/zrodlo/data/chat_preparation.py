@@ -92,8 +92,6 @@ def prepare_chat_corpus(
             if tokenizer.unk is not None:
                 unknown += int(np.count_nonzero(tokens == tokenizer.unk))
             largest = max(largest, int(tokens.max()))
-    if count == 0:
-        raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
     body = {
         "format_version": WEIGHTED_VERSION,
         "tokenizer_digest": tokenizer.digest,

@@ -21,6 +21,8 @@ from zrodlo.storage.refusal import Refusal
 
 POOLS = ("train", "validation", "test")
 _ONE_POOL = "every id belongs to exactly one pool"
+# The test pool may be empty (--test 0, as a split of train and validation alone); the others not.
+_NEEDED = "train and validation each need one document or more, and test does with --test above 0"
 
 
 def _quoted(doc_id: str) -> str:
@@ -67,12 +69,12 @@ def assign_pools(
         else:
             pools["train"].append(doc_id)
     for pool, flag in (("train", None), ("validation", validation), ("test", test)):
-        if not pools[pool]:
+        if not pools[pool] and not (pool == "test" and test == 0):  # --test 0: no test pool
             asked = "what --validation and --test leave" if flag is None else f"--{pool} {flag!r}"
             puts = "does not put it" if len(ids) == 1 else "puts none of them"
             raise Refusal(
                 f"{source} has {_documents(len(ids))}, and {asked} {puts} in the {pool} pool; "
-                f"every pool needs one document or more, so {_remedy(ids, pool)}"
+                f"{_NEEDED}, so {_remedy(ids, pool)}"
             )
     return pools
 
@@ -121,10 +123,10 @@ def read_splits(path: Path) -> dict[str, str]:
         ids = data.get(pool, [])
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise Refusal(f"{path} gives the {pool} pool something other than a list of id strings")
-        if not ids:
+        if not ids and pool != "test":
             raise Refusal(
-                f"{path} gives the {pool} pool no ids; train, validation and test each need one "
-                "or more"
+                f"{path} gives the {pool} pool no ids; train and validation each need one or "
+                "more (test may have none)"
             )
         for doc_id in ids:
             earlier = pool_of.get(doc_id)

@@ -35,7 +35,6 @@ from zrodlo.data.tokenizer import Tokenizer, load_tokenizer
 from zrodlo.data.verification import ContentDigest, drop_behind_pages
 from zrodlo.storage.digest import file_sha256, json_sha256, write_json
 from zrodlo.storage.outputs import check_new_directory, new_directory
-from zrodlo.storage.refusal import Refusal
 
 _BATCH_CHARACTERS = 1 << 22
 
@@ -119,8 +118,6 @@ def prepare_corpus(
                 previous = batch
             for done in pending:
                 done.result()
-    if count == 0:
-        raise Refusal(f"{documents} holds no documents; a corpus needs one document or more")
     body = {
         "format_version": FORMAT_VERSION,
         "tokenizer_digest": tokenizer.digest,
@@ -130,7 +127,8 @@ def prepare_corpus(
         "tokens": total,
         "targets": total - count,  # every token but each document's BOS
         "unknown_tokens": unknown,
-        "unknown_rate": unknown / (total - 2 * count),  # of the tokens between BOS and EOS
+        # Of the tokens between BOS and EOS; an empty corpus (an empty test pool) has none.
+        "unknown_rate": unknown / (total - 2 * count) if count else 0.0,
         "token_type": token_type(tokenizer.vocab_size),
         "largest_token": largest,
         "source": {"path": str(documents), "sha256": source_digest.result()},

@@ -101,7 +101,8 @@ def evaluate(
     and with `metrics` the scores alone (`metrics_of`). Each of `sample_corpus` is scored, before
     the others, on `sample_windows` of its windows drawn from `sample_seed`
     (`zrodlo.data.windows.scored_windows`), so that a large training pool costs a bounded time.
-    `progress(corpus, batches done, batches)` hears of every forward pass."""
+    `progress(corpus, batches done, batches)` hears of every forward pass. A corpus of no
+    documents (an empty test pool) is not scored; the others are."""
     if not corpus and not sample_corpus:
         raise Refusal("give --corpus or --sample-corpus, the corpora to score")
     if sample_corpus and sample_windows is None:
@@ -124,10 +125,18 @@ def evaluate(
     window = context if context is not None else loaded.config.positions + 1
     if batch_size < 1:
         raise Refusal(f"--batch-size is {batch_size}; it must be a whole number of 1 or more")
-    opened = [(path, Corpus.open(path)) for path in [*sample_corpus, *corpus]]
-    for _, data in opened:
+    given = [
+        (path, index < len(sample_corpus)) for index, path in enumerate([*sample_corpus, *corpus])
+    ]
+    # (path, corpus, scored on a sample); a corpus of no documents (an empty test pool) has
+    # nothing to score: the pools that exist are scored.
+    opened = [(path, Corpus.open(path), sampled) for path, sampled in given]
+    opened = [(path, data, sampled) for path, data, sampled in opened if data.manifest["documents"]]
+    if not opened:
+        raise Refusal("every corpus given holds no documents; there is nothing to score")
+    for _, data, _ in opened:
         data.verify()  # on a second thread, while the model scores
-    tables = [check_data(data, loaded, window) for _, data in opened]
+    tables = [check_data(data, loaded, window) for _, data, _ in opened]
     reference = None
     if baseline is not None:
         counted = Corpus.open(baseline)
@@ -137,8 +146,8 @@ def evaluate(
     target = resolve_device(device, ordinal, "f32")
     network = build_decoder(loaded.config, loaded.weights, target, str(model))
     results: dict[str, CorpusScores] = {}
-    for index, ((path, data), table) in enumerate(zip(opened, tables, strict=True)):
-        size = sample_windows if index < len(sample_corpus) else None
+    for (path, data, sampled), table in zip(opened, tables, strict=True):
+        size = sample_windows if sampled else None
         windows = scored_windows(len(table), size, sample_seed)  # (k,)
         name = path.name if path.name not in results else str(path)
         heard = None if progress is None else partial(progress, name)
@@ -169,7 +178,7 @@ def evaluate(
         if len(windows) < len(table):
             entry["drawn_from"] = len(table)
         results[name] = entry
-    for _, data in opened:
+    for _, data, _ in opened:
         data.verified()  # no score of a corpus that fails its digests is reported
     scores: Scores = {
         "model": {

@@ -23,6 +23,7 @@ from zrodlo.data import verification
 from zrodlo.data.corpus import Corpus, mapping_of
 from zrodlo.data.preparation import prepare_corpus
 from zrodlo.data.tokenizer.char import CharTokenizer
+from zrodlo.data.windows import build_windows
 from zrodlo.storage.refusal import Refusal
 
 TOKENIZER = CharTokenizer.fit(["cab"])
@@ -378,11 +379,17 @@ def test_open_refuses_a_manifest_edited_after_it_was_written(documents):
     )
 
 
-def test_prepare_refuses_an_empty_documents_file(tmp_path):
+def test_an_empty_documents_file_is_a_corpus_no_window_can_be_built_on(tmp_path):
     documents = tmp_path / "documents.jsonl"
     documents.write_bytes(b"")
+    corpus = Corpus.open(prepare(documents, "corpus"))
+    assert (corpus.manifest["documents"], len(corpus.tokens), corpus.offsets.tolist()) == (
+        0,
+        0,
+        [0],
+    )
     with pytest.raises(Refusal) as refused:
-        prepare(documents, "corpus")
-    assert refused.value.sentence == (
-        f"{documents} holds no documents; a corpus needs one document or more"
+        build_windows(corpus.offsets, 2)
+    assert (
+        refused.value.sentence == "the corpus holds 0 tokens, fewer than one window of --context 2"
     )

@@ -75,11 +75,18 @@ def test_fractions_that_leave_nothing_to_train_on_are_refused(tmp_path):
 def test_a_pool_left_empty_is_refused(tmp_path):
     source = tmp_path / "documents.jsonl"
     with pytest.raises(Refusal) as refused:
-        assign_pools(IDS[:20], 0.5, 0.0, source)
+        assign_pools(IDS[:20], 0.5, 0.001, source)
     assert refused.value.sentence == (
-        f"{source} has 20 documents, and --test 0.0 puts none of them in the test pool; "
-        "every pool needs one document or more, so raise --test"
+        f"{source} has 20 documents, and --test 0.001 puts none of them in the test pool; "
+        "train and validation each need one document or more, and test does with --test above "
+        "0, so raise --test"
     )
+
+
+def test_a_test_share_of_0_leaves_the_test_pool_empty(tmp_path):
+    """A split of train and validation alone, as nanoGPT's 90/10."""
+    pools = assign_pools(IDS[:20], 0.1, 0.0, tmp_path / "documents.jsonl")
+    assert pools["test"] == [] and pools["train"] and pools["validation"]
 
 
 def test_read_splits_gives_the_pool_of_every_id(tmp_path):
