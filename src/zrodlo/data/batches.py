@@ -30,9 +30,9 @@ def collate(
 
     inputs[i, j] = tokens[start + j] and targets[i, j] = tokens[start + j + 1] for j below the
     window's target count; beyond it inputs are PADDING and targets IGNORED, as are the targets of
-    weight 0 of a weighted corpus (their inputs stay: the model reads the question). The width is always
-    C-1, so every batch has the same shape whatever its windows. With `vocab_size`, a token outside
-    the vocabulary is refused: a run reads a corpus before its digests are all checked.
+    weight 0 of a weighted corpus (their inputs stay: the model reads the question). The width is
+    always C-1, so every batch has the same shape whatever its windows. With `vocab_size`, a token
+    outside the vocabulary is refused: a run reads a corpus before its digests are all checked.
     """
     context = table.context
     starts, counts = table.locate(indices)  # (B,) each

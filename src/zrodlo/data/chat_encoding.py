@@ -55,12 +55,7 @@ def chat_prompt(tokenizer: Tokenizer, text: str) -> tuple[list[int], set[int]]:
         opened, _ = _plain(tokenizer, asked)  # BOS, the message, its newline, EOS
         return [*opened[:-1].tolist(), *tokenizer.encode(f"{ANSWER}: ").tolist()], {ended}
     library, _ = _template_library(tokenizer)
-    try:
-        rendered = tokenizer.template.render(asked, generation_prompt=True)
-    except TemplateFailure as failure:
-        raise ChatProblem(
-            f"cannot be rendered by its tokenizer's chat template: {failure}"
-        ) from None
+    rendered = _rendered(tokenizer.template, asked, generation_prompt=True)
     return library.encode(rendered, add_special_tokens=False).ids, {tokenizer.eos, ended}
 
 
@@ -93,12 +88,7 @@ def _templated(
                 f"has message {number} holding {held[0]!r}, the text of a special token, which "
                 "its chat template would read as that token"
             )
-    try:
-        rendered = template.render(messages)
-    except TemplateFailure as failure:
-        raise ChatProblem(
-            f"cannot be rendered by its tokenizer's chat template: {failure}"
-        ) from None
+    rendered = _rendered(template, messages)
     spans = _answer_spans(rendered, messages)
     encoding = library.encode(rendered, add_special_tokens=False)
     ids = np.asarray(encoding.ids, np.int64)  # (n,)
@@ -113,6 +103,17 @@ def _templated(
         raise ChatProblem("renders to fewer than two tokens, which hold no target")
     weights[0] = 0
     return ids, weights
+
+
+def _rendered(
+    template: ChatTemplate, messages: Conversation, generation_prompt: bool = False
+) -> str:
+    try:
+        return template.render(messages, generation_prompt)
+    except TemplateFailure as failure:
+        raise ChatProblem(
+            f"cannot be rendered by its tokenizer's chat template: {failure}"
+        ) from None
 
 
 def _answer_spans(rendered: str, messages: Conversation) -> list[tuple[int, int]]:
@@ -139,8 +140,8 @@ def _answer_spans(rendered: str, messages: Conversation) -> list[tuple[int, int]
 def _template_library(tokenizer: Tokenizer) -> tuple[Any, tuple[str, ...]]:
     """The library tokenizer that reads the names of special tokens in a rendering as those
     tokens, as transformers does (the one documents are encoded with reads them as text), and
-    the texts of those special tokens. Made once a tokenizer: building one costs a large vocabulary's
-    parse."""
+    the texts of those special tokens. Made once a tokenizer: building one costs a large
+    vocabulary's parse."""
     from tokenizers import Tokenizer as Library
 
     library = Library.from_str(tokenizer.library.to_str())

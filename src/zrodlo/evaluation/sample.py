@@ -162,9 +162,9 @@ def sample(
 ) -> str:
     """The text of up to `tokens` tokens drawn from the model directory or checkpoint `model`
     after BOS and `prompt` (without the prompt); the same seed (`DEFAULT_SEED` where None) gives
-    the same text. With `chat`
-    the prompt is a user's message and the text the answer, rendered and ended as the
-    tokenizer's chat template (or the plain form) says (`zrodlo.data.chat_encoding`)."""
+    the same text. With `chat` the prompt is a user's message and the text the answer, rendered
+    and ended as the tokenizer's chat template (or the plain form) says
+    (`zrodlo.data.chat_encoding`)."""
     check_sampling(tokens, temperature, top_k)
     seed = DEFAULT_SEED if seed is None else seed
     check_seed(seed)
@@ -176,11 +176,12 @@ def sample(
     if warning:
         warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
     tokenizer = loaded.tokenizer
-    start, stops = [tokenizer.bos, *tokenizer.encode(prompt).tolist()], {tokenizer.eos}
-    if chat:
-        try:
-            start, stops = chat_prompt(tokenizer, prompt)
-        except ChatProblem as problem:
-            raise Refusal(f"the prompt, as a user's message, {problem}") from None
+    if not chat:
+        network = build_decoder(loaded.config, loaded.weights, target, str(model))
+        return draw(network, tokenizer, prompt, tokens, temperature, top_k, seed, target)
+    try:
+        start, stops = chat_prompt(tokenizer, prompt)
+    except ChatProblem as problem:
+        raise Refusal(f"the prompt, as a user's message, {problem}") from None
     network = build_decoder(loaded.config, loaded.weights, target, str(model))
     return continued(network, tokenizer, start, stops, tokens, temperature, top_k, seed, target)

@@ -132,8 +132,8 @@ def check_params(
 # The documents section, each key the flag of `documents import` it becomes, with its kind.
 DOCUMENT_FLAGS = {
     "source": str, "include": list, "exclude": list, "skip-empty": bool,
-    "skip-undecodable": bool, "skip-invalid": bool, "id-column": str, "text-column": str, "cut-at": str,
-    "max-characters": int,
+    "skip-undecodable": bool, "skip-invalid": bool, "id-column": str, "text-column": str,
+    "cut-at": str, "max-characters": int,
 }  # fmt: skip
 
 
