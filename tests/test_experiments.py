@@ -263,6 +263,33 @@ def test_your_own_documents_are_a_params_change_and_a_dependency(baseline, tmp_p
     assert json.loads(dvc("status", "--json", cwd=copy)) == {}
 
 
+def test_your_own_pools_are_a_params_change_and_a_dependency(baseline, tmp_path):
+    """splits.source names a splits.json the user wrote: the splits stage checks it against the
+    documents and writes its pools as data/splits.json, the split stage cuts those, and dvc.lock
+    holds the file's hash, so an edit of it marks the splits stage. Run up to the split stage
+    alone: what follows reads the pools as it does any others."""
+    copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
+    lines = (copy / "data" / "documents.jsonl").read_text().splitlines()
+    ids = [json.loads(line)["id"] for line in lines]
+    chosen = {"train": ids[4:], "validation": ids[:2], "test": ids[2:4]}
+    assert chosen != json.loads((copy / "data" / "splits.json").read_text())
+    (copy / "my_splits.json").write_text(json.dumps(chosen))
+    ran = dvc("exp", "run", "-S", "splits.source=my_splits.json", "split", cwd=copy)
+    assert stages_run(ran) == ["pipeline", "splits", "split"], ran
+    assert json.loads((copy / "data" / "splits.json").read_text()) == chosen
+    manifest = json.loads((copy / "pools" / "manifest.json").read_text())
+    assert {pool: entry["documents"] for pool, entry in manifest["pools"].items()} == {
+        pool: len(members) for pool, members in chosen.items()
+    }
+    test_lines = (copy / "pools" / "test.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in test_lines] == chosen["test"]
+    assert "splits" not in json.loads(dvc("status", "--json", cwd=copy))
+    chosen["train"].append(chosen["validation"].pop())
+    (copy / "my_splits.json").write_text(json.dumps(chosen))
+    changed = json.loads(dvc("status", "--json", cwd=copy))["splits"]
+    assert changed == [{"changed deps": {"my_splits.json": "modified"}}]
+
+
 def test_subword_tokens_are_a_params_change(baseline, tmp_path):
     """tokenizer.kind bpe with a vocabulary size runs the whole pipeline from the tokenizer on:
     a byte-level BPE of that size, corpora of fewer tokens than characters, and a model whose

@@ -44,7 +44,8 @@ DOCUMENTS = {
     "note-11": "boats drift by the pier",
 }
 PARAMS = (
-    "splits:\n  validation: 0.2\n  test: 0.2\ntokenizer:\n  kind: char\n  vocab_size: 1024\n"
+    "splits:\n  source: data/documents.jsonl\n  validation: 0.2\n  test: 0.2\n"
+    "tokenizer:\n  kind: char\n  vocab_size: 1024\n"
     "init:\n  from: null\n"
 )
 DOWNSTREAM = ["split", "tokenizer", "prepare@train", "prepare@validation", "prepare@test"]

@@ -31,6 +31,11 @@ FROM_RULE = (
     "pretrained/, the folder the tokenizer and init stages depend on"
 )
 
+SOURCE_RULE = (
+    "it is data/documents.jsonl, each id's pool drawn from a hash of the id, or a splits.json of "
+    "your own"
+)
+
 
 def kept_checkpoints(steps: int, every: int, keep: int) -> list[int]:
     """What the train stage leaves, from seed 001's words: a checkpoint every `every` steps and at
@@ -111,6 +116,10 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
         ({"train": {"warmup": 0.6, "decay": 0.5}},
          "train.warmup 0.6 and train.decay 0.5 add up to more than train.steps; the decay ends "
          "at the last step"),
+        ({"splits": {"source": "mine.json"}},
+         f"splits.source is 'mine.json', which is no file; {SOURCE_RULE}"),
+        ({"splits": {"source": "."}}, f"splits.source is '.', which is no file; {SOURCE_RULE}"),
+        ({"splits": {"source": None}}, f"splits.source is None; {SOURCE_RULE}"),
         *(({"init": {"from": value}}, f"init.from is {value!r}; {FROM_RULE}")
           for value in ("/home/me/smollm", "smollm", "pretrained", "pretrained/../smollm",
                         "pretrained/it's", "", 3)),
@@ -244,3 +253,14 @@ def test_a_model_to_start_from_leaves_the_tokenizer_and_init_keys_unread(tmp_pat
     check_params(params)
     init = yaml.safe_load(params.read_text())["init"]
     assert "from" not in command_options({"init": init}, "model init")
+
+
+def test_your_own_pools_leave_the_shares_unread(tmp_path):
+    """splits.source names a splits.json of the user's: the pools are theirs, and shares that
+    would leave nothing to train on are not refused, being unread."""
+    (tmp_path / "mine.json").write_text('{"train": ["a"], "validation": ["b"]}')
+    params = params_with(tmp_path, splits={"source": "mine.json", "validation": 0.95})
+    check_params(params, tmp_path / "rules.txt")
+    assert command_options(yaml.safe_load(params.read_text()), "documents assign") == {
+        "source": "mine.json", "validation": 0.95, "test": 0.1,
+    }  # fmt: skip

@@ -304,7 +304,7 @@ def test_every_option_of_the_split_commands_has_help(
     options = option_descriptions(stdout)
     expected = {
         "split": {"--documents", "--splits", "--output", "--help"},
-        "assign": {"--documents", "--output", "--validation", "--test", "--help"},
+        "assign": {"--documents", "--output", "--validation", "--test", "--source", "--help"},
     }[command[1]]
     assert set(options) == expected
     assert all(options.values()), options

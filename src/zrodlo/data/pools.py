@@ -1,7 +1,8 @@
 """The pools train, validation and test: assigning ids to them, reading splits.json, splitting.
 
 Pools are assigned per document id, never per window, so no text of a held-out document is ever
-trained on. Assignment hashes each id alone, so adding documents never moves an existing one.
+trained on. Assignment hashes each id alone, so adding documents never moves an existing one; a
+user who chooses the pools writes a splits.json of their own, which is checked as splits.json is.
 """
 
 from __future__ import annotations
@@ -140,6 +141,46 @@ def read_splits(path: Path) -> dict[str, str]:
     return pool_of
 
 
+def _pool_of_document(
+    pool_of: dict[str, str], doc_id: str, line: int, documents: Path, splits: Path
+) -> str:
+    """The pool splits.json puts a document in, refused where it puts it in none."""
+    pool = pool_of.get(doc_id)
+    if pool is None:
+        raise Refusal(
+            f"{documents} line {line} has id {_quoted(doc_id)}, which {splits} puts in no pool; "
+            "every document belongs to exactly one pool"
+        )
+    return pool
+
+
+def _check_every_id_found(
+    pool_of: dict[str, str], seen: set[str], documents: Path, splits: Path
+) -> None:
+    """Refuse a splits.json naming an id that no document has."""
+    for doc_id, pool in pool_of.items():
+        if doc_id not in seen:
+            raise Refusal(
+                f"{splits} names id {_quoted(doc_id)} in {pool}, and no document of {documents} "
+                "has it"
+            )
+
+
+def chosen_pools(documents: Path, splits: Path) -> dict[str, list[str]]:
+    """The pools of a splits.json a user wrote, held to what `split` holds it to (every document
+    in one pool, every id a document's), each in the order of the documents file, so that they are
+    written as the pools `assign_pools` draws."""
+    pool_of = read_splits(splits)
+    pools: dict[str, list[str]] = {pool: [] for pool in POOLS}
+    seen: set[str] = set()
+    for document in read_documents(documents):
+        pool = _pool_of_document(pool_of, document.id, document.line, documents, splits)
+        pools[pool].append(document.id)
+        seen.add(document.id)
+    _check_every_id_found(pool_of, seen, documents, splits)
+    return pools
+
+
 def split_documents(documents: Path, splits: Path, output: Path) -> PoolsManifest:
     """Write each pool's documents (their lines as read) into the directory `output`.
 
@@ -153,22 +194,12 @@ def split_documents(documents: Path, splits: Path, output: Path) -> PoolsManifes
             pool: stack.enter_context(open(output / f"{pool}.jsonl", "wb")) for pool in POOLS
         }
         for document in read_documents(documents):
-            pool = pool_of.get(document.id)
-            if pool is None:
-                raise Refusal(
-                    f"{documents} line {document.line} has id {_quoted(document.id)}, which "
-                    f"{splits} puts in no pool; every document belongs to exactly one pool"
-                )
+            pool = _pool_of_document(pool_of, document.id, document.line, documents, splits)
             seen.add(document.id)
             handles[pool].write(document.raw + b"\n")
             counts[pool]["documents"] += 1
             counts[pool]["characters"] += len(document.text)
-    for doc_id, pool in pool_of.items():
-        if doc_id not in seen:
-            raise Refusal(
-                f"{splits} names id {_quoted(doc_id)} in {pool}, and no document of {documents} "
-                "has it"
-            )
+    _check_every_id_found(pool_of, seen, documents, splits)
     return {
         "documents": {"path": str(documents), "sha256": file_sha256(documents)},
         "splits": {"path": str(splits), "sha256": file_sha256(splits)},
@@ -180,13 +211,22 @@ def split_documents(documents: Path, splits: Path, output: Path) -> PoolsManifes
 
 
 def assign(
-    documents: Path, output: Path, validation: float = 0.1, test: float = 0.1
+    documents: Path,
+    output: Path,
+    validation: float = 0.1,
+    test: float = 0.1,
+    source: Path | None = None,
 ) -> dict[str, list[str]]:
     """Write splits.json `output`: each id of `documents` in the pool a hash of the id alone puts
-    it in, so that adding documents never moves an existing one; return the pools."""
+    it in, so that adding documents never moves an existing one; or, where `source` is a
+    splits.json of the user's rather than `documents` itself, its pools, checked against the
+    documents (the shares then unread). Return the pools."""
     check_new_file(output)
-    ids = [document.id for document in read_documents(documents)]
-    pools = assign_pools(ids, validation, test, documents)
+    if source is not None and source.resolve() != documents.resolve():
+        pools = chosen_pools(documents, source)
+    else:
+        ids = [document.id for document in read_documents(documents)]
+        pools = assign_pools(ids, validation, test, documents)
     with new_file(output) as partial:
         write_json(partial, pools)
     return pools

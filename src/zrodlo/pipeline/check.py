@@ -32,7 +32,7 @@ from zrodlo.training.plan import RunPlan
 # when the rules do, so the stages after it rerun for a change of their own params alone.
 RULES = (
     "documents: a source and the flags documents import takes, cut where it says",
-    "splits: shares of held-out documents that leave documents to train on",
+    "splits: a splits.json of your own that is a file, or shares that leave documents to train on",
     "every key of a stage's section: an option of the command the stage runs",
     "tokenizer: a kind and, for bpe, a vocabulary size tokenizer fit accepts",
     "init: a model configuration model init accepts, its shape a preset's where not given",
@@ -50,6 +50,14 @@ RULES = (
 # dependency of a stage and refuses one whose path is null, so the tokenizer and init stages depend
 # on this folder, which the repository keeps, whether or not init.from names a directory in it.
 PRETRAINED = "pretrained"
+
+# The documents file the documents stage writes and the splits stage reads (dvc.yaml). As
+# splits.source it has the splits stage draw each id's pool from a hash of the id; any other path
+# names a splits.json of the user's, a dependency of the stage, so dvc.lock holds its hash.
+DOCUMENTS = "data/documents.jsonl"
+_SOURCE_RULE = (
+    f"it is {DOCUMENTS}, each id's pool drawn from a hash of the id, or a splits.json of your own"
+)
 
 # The sections the pipeline's stages read, each checked below.
 SECTIONS = ("documents", "splits", "tokenizer", "init", "train", "resume", "evaluate", "report")
@@ -76,7 +84,8 @@ def check_params(
         for command in COMMANDS
     }
     splits, init, train = sections["splits"], sections["init"], sections["train"]
-    as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
+    if _draws_pools(splits.get("source"), params.parent):  # else the shares are unread
+        as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))
     drawn = _check_from(init.get("from"))
     if drawn:
         tokenizer = taken["tokenizer fit"]
@@ -164,6 +173,19 @@ def _check_documents(documents: dict) -> None:
             "documents.source is not given; it is the folder, .txt, .jsonl, .parquet or .csv "
             "file the documents stage imports"
         )
+
+
+def _draws_pools(source: Any, root: Path) -> bool:
+    """Whether the splits stage draws the pools (splits.source the documents file), or takes
+    those of a splits.json of the user's, which must be a file where DVC looks for it, beside
+    dvc.yaml and params.yaml. Its ids are checked by the splits stage, which reads the documents."""
+    if not isinstance(source, str) or not source:
+        raise Refusal(f"splits.source is {source!r}; {_SOURCE_RULE}")
+    if PurePosixPath(source) == PurePosixPath(DOCUMENTS):
+        return True
+    if not (root / source).is_file():
+        raise Refusal(f"splits.source is {source!r}, which is no file; {_SOURCE_RULE}")
+    return False
 
 
 def _check_from(source: Any) -> bool:
