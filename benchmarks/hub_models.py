@@ -92,17 +92,13 @@ def peak_of(command: list[str]) -> tuple[int, str]:
 
 
 class Plain:
-    """The plain loop on transformers' model: random windows, its own dropout, mean cross-entropy,
-    torch's AdamW with zrodlo's hyperparameters."""
+    """The plain loop on a transformers model: random windows, its own dropout, mean cross-entropy,
+    torch's AdamW with zrodlo's hyperparameters over the parameters that take gradients."""
 
-    def __init__(self, directory: Path, tokens: np.ndarray) -> None:
-        import transformers
-
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(
-            directory, local_files_only=True, dtype=torch.float32
-        ).train()
+    def __init__(self, model: torch.nn.Module, tokens: np.ndarray) -> None:
+        self.model = model.train()
         self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=ADAMW["learning_rate"],
+            [p for p in model.parameters() if p.requires_grad], lr=ADAMW["learning_rate"],
             betas=(ADAMW["beta1"], ADAMW["beta2"]), eps=ADAMW["epsilon"],
             weight_decay=ADAMW["weight_decay"],
         )  # fmt: skip
@@ -117,6 +113,15 @@ class Plain:
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+
+
+def loaded(directory: Path) -> torch.nn.Module:
+    """transformers' own model of the directory, in float32."""
+    import transformers
+
+    return transformers.AutoModelForCausalLM.from_pretrained(
+        directory, local_files_only=True, dtype=torch.float32
+    )
 
 
 def zrodlo_trainer(model_directory: Path, corpus: Corpus) -> Trainer:
@@ -138,7 +143,7 @@ def child(kind: str, work: Path, steps: int, name: str) -> None:
     if kind == "together":  # `steps` of each side, one of each in turn, after one of each
         trainer, plain = (
             zrodlo_trainer(work / "model", corpus),
-            Plain(work / "source", corpus.tokens),
+            Plain(loaded(work / "source"), corpus.tokens),
         )
         indices = iter(range(10**6))
         variants = {
@@ -152,7 +157,7 @@ def child(kind: str, work: Path, steps: int, name: str) -> None:
         trainer = zrodlo_trainer(work / "model", corpus)
         seconds = [measure.timed(lambda i=i: trainer.step(i)) for i in range(steps)]
     else:
-        plain = Plain(work / "source", corpus.tokens)
+        plain = Plain(loaded(work / "source"), corpus.tokens)
         seconds = [measure.timed(plain.step) for _ in range(steps)]
     print(json.dumps(seconds[1:]))
 

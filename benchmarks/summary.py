@@ -30,6 +30,7 @@ SCRIPTS = {
     "corpus_open": "corpus_open.py",
     "checkpoint_io": "checkpoint_io.py --repeats 9",
     "train": "train.py",
+    "lora": "lora.py",
     "dropout": "dropout.py",
     "resume": "resume.py",
     "distributed": "distributed.py",

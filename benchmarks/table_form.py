@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 # As the ratio of a row: Zrodlo's figure over the reference's, where the report records none.
 QUOTIENT = "zrodlo / reference"
+# The unit of a figure of bytes shown in MiB.
+MIB = "bytes as MiB"
 
 
 @dataclass(frozen=True)

@@ -3,19 +3,13 @@ the form benchmarks/table_form.py gives (paths into the report, words with its f
 
 from __future__ import annotations
 
-from table_form import QUOTIENT, Row, Table
+from table_form import MIB, QUOTIENT, Row, Table
+from training_tables import TRAINING
 
-# The fields rows of a training step against the plain PyTorch loop share.
-AGAINST_PLAIN = {
-    "zrodlo": "tokens_per_second/zrodlo", "unit": "tokens/s", "against": "plain PyTorch loop",
-    "reference": "tokens_per_second/plain_pytorch", "gloss": "the plain loop's throughput",
-    "ratio": "throughput_ratio_zrodlo_over_plain/of_medians",
-}  # fmt: skip
 LARGEST = " on {sizes/-1/text_megabytes} MB of text"
 SMALLEST = "the same on {sizes/0/text_megabytes} MB"
 GROWTH = "the smallest corpus's figure"
 GROWN = "largest_over_smallest/"
-MIB = "bytes as MiB"
 FIRST = "the same after {configuration/steps_done/0} steps"
 FLAT = "the time after {configuration/steps_done/0} steps"
 CHAR = "/runs/char/"
@@ -63,81 +57,7 @@ TABLES = {
             "sizes/-1/resume/seconds_to_first_step", "s", SMALLEST,
             "sizes/0/resume/seconds_to_first_step", GROWN + "resume_seconds_to_first_step", GROWTH),
     )),
-    "train": Table("Training", "A training step against a plain PyTorch loop",
-        "Zrodlo's `Trainer.step` (ChaCha20 windows and dropout masks, gradient norm, AdamW) and "
-        "the `zrodlo model train` command against a plain PyTorch loop over the same model and "
-        "weights, in turn; and the checkpoint written and read against raw I/O of as many bytes.", (
-        Row("Training step in-process, {size} size (batch {batch_size}, context {context})",
-            **AGAINST_PLAIN, each="in_process/*"),
-        Row("Training step of the `zrodlo model train` command, {size} size", **AGAINST_PLAIN,
-            each="command/*"),
-        Row("Checkpoint write, medium model and AdamW state ({bytes:bytes as MB})",
-            "megabytes_per_second/zrodlo_write_checkpoint", "MB/s",
-            "one write + fsync of as many bytes", "megabytes_per_second/raw_write_fsync",
-            "share_of_raw/write/of_medians", "raw write speed", each="checkpoint_io"),
-        Row("Checkpoint read from a cold page cache, medium model",
-            "megabytes_per_second/zrodlo_read_checkpoint_cold", "MB/s",
-            "one cold read of as many bytes", "megabytes_per_second/raw_read_cold",
-            "share_of_raw/read_cold/of_medians", "raw read speed", each="checkpoint_io"),
-    )),
-    "llama_step": Table("Training", "A llama training step against a plain PyTorch llama",
-        "Zrodlo's Trainer on a llama (grouped-query attention) against a plain PyTorch loop over "
-        "the same llama and initial weights (the same logits without dropout), in turn.", (
-        Row("Training step, llama {size} size ({config/layers} layers, d_model {config/d_model})",
-            **AGAINST_PLAIN, each="sizes/*"),
-        Row("Largest logit difference from the plain llama without dropout, {size} size",
-            "largest_logit_difference", each="sizes/*"),
-    )),
-    "hub_models": Table("Training", "Models of a real size, imported from transformers",
-        "Random weights saved by transformers in a released model's shape, imported by `zrodlo "
-        "model import`; then Zrodlo's Trainer fine-tuning the import against a plain loop on "
-        "transformers' own model from the same directory (batch {/batch}, context {/context}, "
-        "the dropout config.json states), a step of each in turn; peak memory in processes of "
-        "their own.", (
-        Row("Peak memory of `zrodlo model import`, {model} ({parameters} parameters)",
-            "import/peak_rss_bytes", MIB, "model.safetensors", "import/weights_bytes",
-            "import/peak_over_weights", "the weights' bytes", each="models/*"),
-        Row("Fine-tuning step, {model}", "tokens_per_second/zrodlo", "tokens/s",
-            "plain loop on transformers' model", "tokens_per_second/plain_transformers",
-            "throughput_ratio_zrodlo_over_plain/of_medians", "the plain loop's throughput",
-            each="models/*"),
-        Row("Peak memory fine-tuning, {model}", "training_peak_rss_bytes/zrodlo", MIB,
-            "plain loop on transformers' model", "training_peak_rss_bytes/plain",
-            "training_peak_ratio_zrodlo_over_plain", "the plain loop's memory", each="models/*"),
-    )),
-    "dropout": Table("Training", "Dropout masks",
-        "A training step of Zrodlo's GPT with its ChaCha20 dropout masks against the same model "
-        "with torch's dropout at the same sites, in turn; and a step's masks drawn alone against "
-        "torch's Bernoulli masks of the same shapes. The ratios are of times: below 1 is faster.", (
-        Row("Training step, {size} size, dropout {config/dropout}, attention: {attention}",
-            "step/zrodlo_chacha20_masks/median_s", "s", "the same step with torch's dropout",
-            "step/torch_dropout/median_s", "ratio_zrodlo_over_torch/of_medians",
-            "torch's step time", each="results/*"),
-        Row("Time dropout adds to a training step, {size} size, attention: {attention}",
-            "dropout_cost_s/zrodlo", "s", "what torch's dropout adds", "dropout_cost_s/torch",
-            QUOTIENT, "torch's cost", each="results/*"),
-        Row("Drawing a step's {mask_elements_per_step} dropout-mask elements alone, {size} size, "
-            "attention: {attention}", "mask_drawing_alone/zrodlo_chacha20/median_s", "s",
-            "torch's Bernoulli masks", "mask_drawing_alone/torch_bernoulli/median_s",
-            "mask_drawing_alone/ratio_zrodlo_over_torch/of_medians", "torch's time",
-            each="results/*"),
-    )),
-    "mask_kernel_cpu": Table("Training", "Keep-masks drawn three ways",
-        "The keep-masks of one training step drawn by the one compiled kernel CUDA runs, by torch "
-        "integer ops one after another (the Metal path) and by OpenSSL's ChaCha20 (the CPU "
-        "path), all on the {device} here, and checked equal. The ratios are of times.", (
-        Row("{masks_per_step} keep-masks of a {*} step by the compiled kernel",
-            "seconds/fused_kernel/median_s", "s", "torch integer ops one by one",
-            "seconds/torch_op_by_op/median_s", "fused_over_op_by_op/of_medians",
-            "the op-by-op time", each="sizes/*"),
-        Row("{masks_per_step} keep-masks of a {*} step by the compiled kernel",
-            "seconds/fused_kernel/median_s", "s", "OpenSSL's ChaCha20",
-            "seconds/openssl_cpu/median_s", "fused_over_openssl/of_medians", "OpenSSL's time",
-            "sizes/*"),
-        Row("The kernel's first call, compile included, {*} size", "first_call_with_compile_s",
-            "s", each="sizes/*"),
-        Row("Every mask equal the three ways, {*} size", "all_equal", "yes/no", each="sizes/*"),
-    )),
+    **TRAINING,
     "checkpoint_io": Table("Checkpoints and resume", "Checkpoint write and read against raw I/O",
         "A checkpoint written as a run writes it (synced, renamed) and read with the page cache "
         "emptied, against raw I/O of as many bytes, in turn. Zrodlo also hashes every byte "

@@ -20,18 +20,31 @@ def export(
     output: Path = typer.Option(
         ..., help="The new directory transformers loads with from_pretrained."
     ),
+    adapter: bool = typer.Option(
+        False,
+        "--adapter",
+        help="Write a run of adapters' checkpoint as a PEFT adapter directory for its base's "
+        "export, instead of the model with the adapters merged.",
+    ),
 ) -> None:
     """Write a model as the directory of its family's causal LM that transformers loads.
 
     config.json, model.safetensors and a tokenizer whose ids are Zrodlo's, loaded offline by
-    AutoModelForCausalLM and AutoTokenizer.from_pretrained (docs/export.md)."""
+    AutoModelForCausalLM and AutoTokenizer.from_pretrained (docs/export.md); with --adapter,
+    adapter_config.json and adapter_model.safetensors, which PeftModel.from_pretrained loads."""
     # Imported here, not at the top: `zrodlo --help` then starts without torch.
     from zrodlo.exchange.to_transformers import export as export_model
 
-    written = export_model(model, output)
-    typer.echo(
-        f"wrote {written}; load it with AutoModelForCausalLM.from_pretrained({str(written)!r})"
-    )
+    written = export_model(model, output, adapter)
+    if adapter:
+        typer.echo(
+            f"wrote {written}; load it with PeftModel.from_pretrained(base, {str(written)!r}), "
+            "base the export of the model it adapts"
+        )
+    else:
+        typer.echo(
+            f"wrote {written}; load it with AutoModelForCausalLM.from_pretrained({str(written)!r})"
+        )
 
 
 def import_model(

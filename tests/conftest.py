@@ -45,6 +45,18 @@ def _run_zrodlo(*args: object, cwd: Path) -> tuple[int, str, str]:
     return completed.returncode, completed.stdout, completed.stderr
 
 
+def zrodlo_succeeds(*args: object, cwd: Path) -> str:
+    """The real console script with one thread a process and gloo on the loopback, as the runs of
+    several processes take it; it must exit 0 with nothing on stderr. Returns what it printed."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    done = subprocess.run(
+        [str(ZRODLO), *(str(arg) for arg in args)], cwd=cwd, env=env, capture_output=True,
+        text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, ""), (args, done.stderr)
+    return done.stdout
+
+
 _SNAPSHOT_BYTES = 64 << 20  # files up to this size are compared by content
 
 

@@ -1,12 +1,15 @@
 """Every registered decoder family through the same matrix (at its defaults, and at the settings
 that change what it computes), in this process with the library's own functions: a model
 initialised, trained with dropout on, resumed from a checkpoint to the same bytes, exported to
-transformers with the same logits, and imported back to the same weights and logits. A new
-family's module, with its line in the registry, is covered here as it is added.
+transformers with the same logits, and imported back to the same weights and logits; and adapters
+(LoRA) on every projection the family offers, trained over it, resumed to the same bytes, and
+exported merged and as a PEFT adapter with the same logits. A new family's module, with its line
+in the registry, is covered here as it is added.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -14,7 +17,8 @@ import pytest
 import torch
 
 from zrodlo import api
-from zrodlo.model.decoder import build_decoder
+from zrodlo.model.adapter_spec import places
+from zrodlo.model.decoder import build_model
 from zrodlo.model.families import FAMILIES
 from zrodlo.training.checkpoint import read_model
 
@@ -78,8 +82,7 @@ def run(request, data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def logits(checkpoint: Path) -> torch.Tensor:
-    loaded = read_model(checkpoint)
-    return build_decoder(loaded.config, loaded.weights).eval()(PROBE).detach()  # (2, 8, V)
+    return build_model(read_model(checkpoint)).eval()(PROBE).detach()  # (2, 8, V)
 
 
 def test_the_model_directory_states_its_family_and_settings(run):
@@ -118,3 +121,52 @@ def test_an_imported_export_holds_the_same_weights_and_logits(run):
     assert sorted(back.weights) == sorted(ours.weights)
     assert all(torch.equal(back.weights[name], ours.weights[name]) for name in ours.weights)
     assert torch.equal(logits(imported), logits(run / "step-4"))
+
+
+@pytest.fixture(scope="module")
+def adapters(run: Path, data: Path) -> Path:
+    """Adapters of rank 2 on every projection the family offers, trained 4 steps over the run's
+    last checkpoint, a checkpoint at every second step."""
+    targets = ",".join(places(read_model(run / "step-4").config))
+    output = run.parent / "adapters"
+    api.train(run / "step-4", data / "corpus", output, steps=4, checkpoint_every=2, device="cpu",
+              lora_rank=2, lora_alpha=4.0, lora_targets=targets, progress=api.quiet,
+              **PLAN | {"learning_rate": 0.05})  # fmt: skip
+    return output
+
+
+def test_adapters_train_alone_and_resume_to_the_same_bytes(run, adapters, data):
+    assert sorted(p.name for p in (adapters / "step-4").iterdir()) == [
+        "adapters.safetensors", "config.json", "optimizer.safetensors", "tokenizer.json",
+        "trainer.json",
+    ]  # fmt: skip
+    # The base's weights are the bytes its own run wrote, and the adapters name them by digest.
+    written = json.loads((run / "step-4" / "trainer.json").read_text())["files"]
+    weights = hashlib.sha256((run / "step-4" / "model.safetensors").read_bytes()).hexdigest()
+    assert weights == written["model.safetensors"]
+    record = json.loads((adapters / "step-4" / "trainer.json").read_text())
+    assert record["base"] == {"path": "../run/step-4", "weights_sha256": weights}
+    trained = read_model(adapters / "step-4")
+    assert trained.adapters.base == run / "step-4"
+    assert trained.adapters.spec.targets == tuple(places(trained.config))
+    assert not torch.equal(logits(adapters / "step-4"), logits(run / "step-4"))
+    resumed = run.parent / "adapters-resumed"
+    api.resume(adapters / "step-2", data / "corpus", resumed, steps=4, device="cpu",
+               progress=api.quiet)  # fmt: skip
+    for name in ("adapters.safetensors", "optimizer.safetensors", "trainer.json"):
+        assert (resumed / "step-4" / name).read_bytes() == (adapters / "step-4" / name).read_bytes()
+
+
+def test_the_adapters_export_merged_and_for_peft_with_zrodlos_logits(run, adapters):
+    peft = pytest.importorskip("peft")
+    root = run.parent
+    api.export(run / "step-4", root / "base-exported")
+    api.export(adapters / "step-4", root / "adapter-exported", adapter=True)
+    api.export(adapters / "step-4", root / "merged-exported")
+    ours = logits(adapters / "step-4")
+    base = transformers.AutoModelForCausalLM.from_pretrained(root / "base-exported")
+    tuned = peft.PeftModel.from_pretrained(base, root / "adapter-exported").eval()
+    merged = transformers.AutoModelForCausalLM.from_pretrained(root / "merged-exported").eval()
+    with torch.no_grad():
+        torch.testing.assert_close(tuned(PROBE).logits, ours, rtol=0, atol=1e-5)
+        torch.testing.assert_close(merged(PROBE).logits, ours, rtol=0, atol=1e-5)

@@ -10,6 +10,7 @@ in its place, and src/ and stages/ so that every code dependency the stages list
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from library_tokenizers import TEXTS, llama3_file
+from library_tokenizers import TEXTS
+from transformers_models import save_tiny_llama
 
 # In `make test`, not `make check`: real dvc repro of every stage, a transformers model.
 pytestmark = pytest.mark.slow
@@ -48,13 +50,6 @@ TINY = {
     "report": {"sample_tokens": 8},
 }  # fmt: skip
 CONVERSATIONS = "examples/conversations.jsonl"
-# A template of Llama 3's layout, written here (its end of turn the tokenizer's <|end_of_text|>).
-HEADERS = (
-    "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
-    "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|end_of_text|>' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
-    "{% endif %}"
-)
 STAGES = {
     "pipeline", "documents", "splits", "split", "tokenizer", "prepare@train",
     "prepare@validation", "prepare@test", "init", "train", "resume", "evaluate", "report",
@@ -78,22 +73,6 @@ def stages_run(output: str) -> list[str]:
     return [line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")]
 
 
-def save_tiny_llama(directory: Path) -> None:
-    """A transformers Llama of two layers, 32 wide, and a Llama 3 style tokenizer, as a user
-    saves one: `save_pretrained`, with tokenizer.json and tokenizer_config.json beside."""
-    import torch
-
-    directory.mkdir(parents=True)
-    llama3_file(directory / "tokenizer.json")
-    torch.manual_seed(0)  # transformers' own initialisation: the fixture's weights only
-    config = transformers.LlamaConfig(
-        vocab_size=360, max_position_embeddings=32, hidden_size=32, intermediate_size=48,
-        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
-        rope_theta=500.0, tie_word_embeddings=False,
-    )  # fmt: skip
-    transformers.LlamaForCausalLM(config).save_pretrained(directory)
-
-
 def make_repository(repo: Path, chat: bool = False) -> None:
     """The repository; with `chat`, its documents are the README's example conversations and
     its tokenizer_config.json has a chat template."""
@@ -104,9 +83,10 @@ def make_repository(repo: Path, chat: bool = False) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for section, values in TINY.items():
         params[section].update(values)
-    if chat:  # and a split of train and validation alone, nanoGPT's
+    if chat:  # a split of train and validation alone, nanoGPT's, and adapters of rank 4
         params["documents"]["source"] = CONVERSATIONS
         params["splits"].update({"validation": 0.2, "test": 0.0})
+        params["train"].update({"lora_rank": 4, "lora_alpha": 8, "lora_targets": "q,v,o,down"})
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for folder in ("src", "stages", "pretrained", "examples"):
@@ -115,11 +95,7 @@ def make_repository(repo: Path, chat: bool = False) -> None:
         (repo / folder).mkdir()
     lines = [json.dumps({"id": f"note-{i:02d}", "text": text}) for i, text in enumerate(TEXTS)]
     (repo / "data" / "notes.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    save_tiny_llama(repo / SOURCE)
-    if chat:
-        config = {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>",
-                  "chat_template": HEADERS}  # fmt: skip
-        (repo / SOURCE / "tokenizer_config.json").write_text(json.dumps(config))
+    save_tiny_llama(repo / SOURCE, chat=chat)
     run("git", "init", "-q", cwd=repo)
     dvc("init", "-q", cwd=repo)
     dvc("add", "-q", SOURCE, cwd=repo)
@@ -192,9 +168,11 @@ def test_dvc_lock_holds_the_folders_hash_and_an_edit_of_the_directory_reruns_two
 
 def test_a_chat_fine_tune_runs_as_params_of_the_pipeline(tmp_path):
     """The README's recipe as params: the example conversations and a model whose tokenizer has
-    a chat template, split into train and validation alone (splits.test 0); every stage runs, the
-    corpora are weighted on the answers, the empty test pool is prepared and left unscored, the
-    run resumes exactly and the report counts the answers' targets."""
+    a chat template, split into train and validation alone (splits.test 0), with adapters (LoRA)
+    trained over the imported model; every stage runs, the corpora are weighted on the answers,
+    the empty test pool is prepared and left unscored, the checkpoints hold the adapters alone and
+    name the model by digest, the run resumes exactly and the report counts the answers'
+    targets."""
     repo = tmp_path / "repo"
     make_repository(repo, chat=True)
     assert set(stages_run(dvc("repro", cwd=repo))) == STAGES
@@ -211,6 +189,10 @@ def test_a_chat_fine_tune_runs_as_params_of_the_pipeline(tmp_path):
     assert "trained and scored on the targets of its answers" in report
     assert "| test | 0 | 0 | 0 | 0 | 0 |" in report
     tuned = sorted((repo / "run").glob("step-*"))[-1]
+    assert not (tuned / "model.safetensors").exists()
+    weights = hashlib.sha256((repo / "model" / "model.safetensors").read_bytes()).hexdigest()
+    base = json.loads((tuned / "trainer.json").read_text())["base"]
+    assert base == {"path": "../model", "weights_sha256": weights}
     answer = run(BIN / "zrodlo", "model", "sample", "--model", tuned, "--prompt", "Hello!",
                  "--chat", "--tokens", 8, "--seed", 1, cwd=repo)  # fmt: skip
     assert answer.endswith("\n")

@@ -120,6 +120,11 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
          f"splits.source is 'mine.json', which is no file; {SOURCE_RULE}"),
         ({"splits": {"source": "."}}, f"splits.source is '.', which is no file; {SOURCE_RULE}"),
         ({"splits": {"source": None}}, f"splits.source is None; {SOURCE_RULE}"),
+        ({"train": {"lora_alpha": 16}},
+         "train.lora_alpha needs train.lora_rank, the rank of the adapters it describes"),
+        ({"train": {"lora_rank": 8, "lora_targets": "q,gate"}, "init": {"architecture": "gpt"}},
+         "train.lora_targets is q,gate; it names each of q, k, v, o, up, down once at most, one "
+         "or more of them"),
         *(({"init": {"from": value}}, f"init.from is {value!r}; {FROM_RULE}")
           for value in ("/home/me/smollm", "smollm", "pretrained", "pretrained/../smollm",
                         "pretrained/it's", "", 3)),

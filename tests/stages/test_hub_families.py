@@ -11,14 +11,11 @@ came from, computing the fine-tuned model's logits."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import HELD_OUT_DOCUMENTS, TRAINING_DOCUMENTS
+from conftest import HELD_OUT_DOCUMENTS, TRAINING_DOCUMENTS, zrodlo_succeeds
 from library_tokenizers import gpt2_file, llama3_file, qwen2_file
 
 from oracles import transformers_loss
@@ -57,7 +54,6 @@ CASES = {
 IDS = torch.tensor([[0, 5, 17, 80, 200, 33, 2, 9, 150, 64], [3, 3, 3, 100, 7, 250, 1, 0, 4, 5]])
 FLAGS = {"--context": 9, "--checkpoint-every": 2, "--micro-batch-size": 2}
 SAME = ("model.safetensors", "optimizer.safetensors", "config.json", "model.json")
-ZRODLO = Path(sys.executable).parent / "zrodlo"
 
 
 def saved(directory: Path, case: str) -> Path:
@@ -76,27 +72,17 @@ def saved(directory: Path, case: str) -> Path:
     return directory
 
 
-def zrodlo(*args: object, cwd: Path) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    done = subprocess.run(
-        [str(ZRODLO), *(str(arg) for arg in args)], cwd=cwd, env=env, capture_output=True,
-        text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert (done.returncode, done.stderr) == (0, ""), (args, done.stderr)
-    return done.stdout
-
-
 @pytest.fixture(scope="module", params=sorted(CASES))
 def case(request, tmp_path_factory, write_documents) -> tuple[str, Path]:
     """A case's transformers directory, imported as `model`, with the documents prepared by the
     imported tokenizer as `corpus` and `held-out`."""
     root = tmp_path_factory.mktemp(request.param)
     source = saved(root / "source", request.param)
-    zrodlo("model", "import", "--from", source, "--output", "model", cwd=root)
+    zrodlo_succeeds("model", "import", "--from", source, "--output", "model", cwd=root)
     write_documents(root / "train.jsonl", {k: v * 3 for k, v in TRAINING_DOCUMENTS.items()})
     write_documents(root / "held-out.jsonl", HELD_OUT_DOCUMENTS)
     for documents, output in (("train.jsonl", "corpus"), ("held-out.jsonl", "held-out")):
-        zrodlo("corpus", "prepare", "--documents", documents, "--tokenizer", "model", "--output",
+        zrodlo_succeeds("corpus", "prepare", "--documents", documents, "--tokenizer", "model", "--output",
                output, cwd=root)  # fmt: skip
     return request.param, root
 
@@ -121,7 +107,7 @@ def test_an_import_computes_transformers_logits(case):
 
 def test_an_import_is_evaluated_to_transformers_loss(case):
     _, root = case
-    zrodlo("model", "evaluate", "--model", "model", "--corpus", "held-out", "--context", 9,
+    zrodlo_succeeds("model", "evaluate", "--model", "model", "--corpus", "held-out", "--context", 9,
            "--output", "scores.json", cwd=root)  # fmt: skip
     scores = json.loads((root / "scores.json").read_text())
     loss = transformers_loss(transformers_model(root / "source"), root / "held-out", 9)
@@ -132,7 +118,7 @@ def test_greedy_sampling_is_transformers_greedy_generation(case):
     _, root = case
     tokenizer = load_tokenizer(root / "model")
     prompt = "the "
-    text = zrodlo("model", "sample", "--model", "model", "--prompt", prompt, "--tokens", 12,
+    text = zrodlo_succeeds("model", "sample", "--model", "model", "--prompt", prompt, "--tokens", 12,
                   "--temperature", 0, "--seed", 1, cwd=root)  # fmt: skip
     ids = torch.tensor([[tokenizer.bos, *tokenizer.encode(prompt).tolist()]])
     # Every position attended: where BOS is EOS, which pads, transformers would mask it out.
@@ -154,16 +140,20 @@ def test_a_fine_tune_resumes_and_shares_its_bytes_and_exports_as_its_family(
     runs = {}
     for run, extra in (("run", ()), ("shared", ("--processes", 2))):
         args = train_args(root / "model", root / "corpus", root / run, 4, FLAGS)
-        zrodlo(*args, *extra, cwd=root)
+        zrodlo_succeeds(*args, *extra, cwd=root)
         runs[run] = root / run
-    zrodlo(*resume_args(root / "run" / "step-2", root / "corpus", root / "resumed", 4), cwd=root)
+    zrodlo_succeeds(
+        *resume_args(root / "run" / "step-2", root / "corpus", root / "resumed", 4), cwd=root
+    )
     runs["resumed"] = root / "resumed"
     for other in ("shared", "resumed"):
         for file in SAME:
             assert (runs[other] / "step-4" / file).read_bytes() == (
                 runs["run"] / "step-4" / file
             ).read_bytes(), (other, file)
-    zrodlo("model", "export", "--model", root / "run" / "step-4", "--output", "exported", cwd=root)
+    zrodlo_succeeds(
+        "model", "export", "--model", root / "run" / "step-4", "--output", "exported", cwd=root
+    )
     exported = transformers_model(root / "exported")
     assert type(exported).__name__ == CASES[name][0]
     with torch.no_grad():

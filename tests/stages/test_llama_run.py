@@ -6,14 +6,11 @@ that transformers loads as LlamaForCausalLM with Zrodlo's loss and greedy text."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_MODEL
+from conftest import TINY_MODEL, zrodlo_succeeds
 
 from oracles import transformers_loss
 from zrodlo.data.tokenizer import load_tokenizer
@@ -26,7 +23,6 @@ transformers = pytest.importorskip("transformers")
 LLAMA = ("--architecture", "llama", "--kv-heads", "1", "--rope-theta", "500")
 FLAGS = {"--context": 9, "--checkpoint-every": 2, "--micro-batch-size": 2}
 SAME = ("model.safetensors", "optimizer.safetensors", "config.json", "model.json")
-ZRODLO = Path(sys.executable).parent / "zrodlo"
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +38,8 @@ def llama(training_data, tmp_path_factory, run_zrodlo) -> Path:
 
 
 def train(root: Path, output: str, train_args, *extra: object) -> Path:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
     args = train_args(root / "model", root.parent / "corpus", root / output, 4, FLAGS)
-    done = subprocess.run(
-        [str(a) for a in (ZRODLO, *args, *extra)], cwd=root, env=env, capture_output=True,
-        text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    zrodlo_succeeds(*args, *extra, cwd=root)
     return root / output
 
 

@@ -454,7 +454,7 @@ def test_every_option_of_model_train_has_help(run_zrodlo, tmp_path):
     optional |= {"min-learning-rate", "clip-norm", "shuffle", "eval-corpus", "eval-every"}
     optional |= {"eval-windows"}
     optional |= {"checkpoint-every", "keep-checkpoints", "ordinal", "processes", "threads"}
-    optional |= {"timing"}
+    optional |= {"timing", "lora-rank", "lora-alpha", "lora-targets"}
     optional |= {"help"}
     assert set(options) == expected | {f"--{name}" for name in optional}
     assert all(options.values()), options
@@ -735,8 +735,9 @@ def test_refuses_a_checkpoint_holding_a_foreign_file(
     [
         {"batch_size": 10**12},  # one micro-batch of 10^12 windows
         {"batch_size": 2 * 10**11, "micro_batch_size": 10**11},
+        {"batch_size": 10**12, "lora_rank": 2},  # the weights once, the adapters' state beside
     ],
-    ids=["batch", "micro-batch"],
+    ids=["batch", "micro-batch", "adapters"],
 )
 def test_a_step_whose_activations_cannot_fit_in_memory_is_refused_before_it_runs(
     training_data, tmp_path, snapshot, changes
@@ -746,9 +747,10 @@ def test_a_step_whose_activations_cannot_fit_in_memory_is_refused_before_it_runs
         *training_args(training_data, tmp_path / "run", **changes), cwd=tmp_path
     )
     windows = f"{changes.get('micro_batch_size', changes['batch_size']):,}"
+    held = "weights and its adapters' gradients" if "lora_rank" in changes else "weights, gradients"
     assert re.fullmatch(
         rf"Error: a step in micro-batches of {windows} windows at --context 9 keeps at least "
-        r"[\d,.]+ GiB of activations, which with the model's [\d.]+ GiB of weights, gradients and "
+        rf"[\d,.]+ GiB of activations, which with the model's [\d.]+ GiB of {held} and "
         r"AdamW moments is more than the [\d,.]+ GiB of memory this machine has; lower "
         r"--micro-batch-size or --context, or run on a device with more memory\n",
         stderr,

@@ -45,6 +45,7 @@ class Purpose(enum.IntEnum):
     DROPOUT = 3
     SAMPLING = 4
     SCORED_WINDOWS = 5
+    ADAPTERS = 6
 
 
 def check_seed(value: object) -> int:

@@ -16,7 +16,7 @@ from zrodlo.data.text_size import bits, scored_text
 from zrodlo.data.windows import scored_windows
 from zrodlo.draws.chacha import check_seed
 from zrodlo.evaluation.bigram import Bigram
-from zrodlo.model.decoder import build_decoder
+from zrodlo.model.decoder import build_model
 from zrodlo.model.device import resolve_device
 from zrodlo.model.parts import parameter_count
 from zrodlo.storage.digest import json_text
@@ -144,7 +144,7 @@ def evaluate(
         counted.verified()
         reference = Bigram.count(counted.tokens, counted.offsets, loaded.config.vocab_size)
     target = resolve_device(device, ordinal, "f32")
-    network = build_decoder(loaded.config, loaded.weights, target, str(model))
+    network = build_model(loaded, target)
     results: dict[str, CorpusScores] = {}
     for (path, data, sampled), table in zip(opened, tables, strict=True):
         size = sample_windows if sampled else None

@@ -117,7 +117,7 @@ def report(
         draw,
         unknown_warning,
     )
-    from zrodlo.model.decoder import build_decoder
+    from zrodlo.model.decoder import build_model
     from zrodlo.model.device import resolve_device
     from zrodlo.model.directory import check_tokenizer_fits
     from zrodlo.model.parts import parameter_count
@@ -162,7 +162,7 @@ def report(
         warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
     # On the CPU, so that the sample in the report is the same text on every machine.
     cpu = resolve_device("cpu", None, "f32")
-    network = build_decoder(loaded.config, loaded.weights, cpu, str(model))
+    network = build_model(loaded, cpu)
     text = draw(
         network,
         loaded.tokenizer,

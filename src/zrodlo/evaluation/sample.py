@@ -18,7 +18,7 @@ from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.draws.chacha import Purpose, Stream, check_seed
 from zrodlo.draws.floats import uniform
 from zrodlo.model.attention import KVCache
-from zrodlo.model.decoder import Decoder, build_decoder
+from zrodlo.model.decoder import Decoder, build_model
 from zrodlo.model.device import resolve_device
 from zrodlo.model.directory import check_tokenizer_fits
 from zrodlo.storage.refusal import Refusal
@@ -177,11 +177,11 @@ def sample(
         warnings.warn(warning, UnknownCharactersWarning, stacklevel=2)
     tokenizer = loaded.tokenizer
     if not chat:
-        network = build_decoder(loaded.config, loaded.weights, target, str(model))
+        network = build_model(loaded, target)
         return draw(network, tokenizer, prompt, tokens, temperature, top_k, seed, target)
     try:
         start, stops = chat_prompt(tokenizer, prompt)
     except ChatProblem as problem:
         raise Refusal(f"the prompt, as a user's message, {problem}") from None
-    network = build_decoder(loaded.config, loaded.weights, target, str(model))
+    network = build_model(loaded, target)
     return continued(network, tokenizer, start, stops, tokens, temperature, top_k, seed, target)

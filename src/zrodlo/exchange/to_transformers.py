@@ -23,6 +23,8 @@ from safetensors.torch import save_file
 
 from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.data.tokenizer.chat_template import TEMPLATE_FILE
+from zrodlo.exchange.peft_adapter import export_adapter
+from zrodlo.model.adapters import merged
 from zrodlo.model.families.base import Names
 from zrodlo.storage.digest import write_json
 from zrodlo.storage.outputs import new_directory
@@ -65,13 +67,20 @@ def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> No
         (directory / TEMPLATE_FILE).write_text(tokenizer.template.text, encoding="utf-8")
 
 
-def export(model: Path, output: Path) -> Path:
-    """Write the model directory or checkpoint `model` as a transformers directory `output`."""
+def export(model: Path, output: Path, adapter: bool = False) -> Path:
+    """Write the model directory or checkpoint `model` as a transformers directory `output`; a
+    checkpoint of adapters as the model they make, merged into its base's weights, or with
+    `adapter` as a PEFT adapter directory for its base's export (`zrodlo.exchange.peft_adapter`)."""
+    if adapter:
+        return export_adapter(model, output)
     loaded = read_model(model)
     config, tokenizer = loaded.config, loaded.tokenizer
     family = config.family
     stated = family.transformers_config(config, tokenizer.bos, tokenizer.eos)
-    weights = transformers_weights(family.transformers_names(config), loaded.weights)
+    own = loaded.weights
+    if (adapters := loaded.adapters) is not None:
+        own = merged(own, config, adapters.spec, adapters.tensors)
+    weights = transformers_weights(family.transformers_names(config), own)
     with new_directory(output) as partial:
         write_json(partial / "config.json", stated)
         save_file(weights, partial / WEIGHTS_FILE, metadata={"format": "pt"})

@@ -14,8 +14,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zrodlo.model.adapters import attach
 from zrodlo.model.attention import Angles, Attention, KVCache, rotary_angles
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.directory import Model
 from zrodlo.model.dropout import Site, StepMasks
 from zrodlo.model.layers import dropped, feed_forward, norm
 from zrodlo.model.weights import check_weights
@@ -111,3 +113,12 @@ def build_decoder(
     copies = {name: w.detach().to(device, torch.float32, copy=True) for name, w in weights.items()}
     model.load_state_dict(copies, strict=True, assign=True)
     return model
+
+
+def build_model(model: Model, device: str | torch.device = "cpu") -> Decoder:
+    """The decoder of a model read from disk on `device`: its weights, and where it has adapters,
+    those beside the frozen weights they adapt, computed as training computed them."""
+    network = build_decoder(model.config, model.weights, device, str(model.path))
+    if model.adapters is not None:
+        attach(network, model.config, model.adapters.spec, model.adapters.tensors)
+    return network

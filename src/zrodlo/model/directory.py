@@ -17,6 +17,7 @@ import torch
 from zrodlo.data.tokenizer import FILE_NAME as TOKENIZER_FILE
 from zrodlo.data.tokenizer import Tokenizer, load_tokenizer, tokenizer_from_bytes
 from zrodlo.draws.chacha import check_seed
+from zrodlo.model.adapters import Adapters
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.presets import SHAPE, shape_of
 from zrodlo.model.weights import check_weights, initial_weights
@@ -77,12 +78,14 @@ def read_config(path: Path, data: memoryview | None = None) -> ModelConfig:
 
 @dataclass(frozen=True)
 class Model:
-    """A model directory read back: its configuration, tokenizer and float32 weights by name."""
+    """A model directory read back: its configuration, tokenizer and float32 weights by name; a
+    checkpoint of a run that trained adapters also holds those, its weights its base's."""
 
     path: Path
     config: ModelConfig
     tokenizer: Tokenizer
     weights: dict[str, torch.Tensor]
+    adapters: Adapters | None = None
 
 
 def read_model_directory(path: Path) -> Model:

@@ -131,10 +131,13 @@ def parameter_count(config: ModelConfig) -> int:
     return outer + config.layers * sum(math.prod(shape) for shape in block_shapes(config).values())
 
 
-def training_state_bytes(config: ModelConfig) -> int:
-    """Bytes of the four float32 numbers training holds a parameter: the weight, its gradient and
-    AdamW's two moments."""
-    return parameter_count(config) * 4 * 4
+def training_state_bytes(config: ModelConfig, adapter_numbers: int | None = None) -> int:
+    """Bytes of the float32 numbers training holds: for each weight it trains, the weight, its
+    gradient and AdamW's two moments; where it trains `adapter_numbers` adapter numbers alone,
+    each weight once and those four for each adapter number."""
+    if adapter_numbers is None:
+        return parameter_count(config) * 4 * 4
+    return (parameter_count(config) + 4 * adapter_numbers) * 4
 
 
 def step_activation_bytes(config: ModelConfig, windows: int, context: int, precision: str) -> int:

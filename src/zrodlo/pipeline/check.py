@@ -92,13 +92,15 @@ def check_params(
         as_params(
             "tokenizer", lambda: check_fit(tokenizer.get("kind"), tokenizer.get("vocab_size"))
         )
-        _check_init(taken["model init"])
+        config = _check_init(taken["model init"])
         as_params("init", lambda: check_seed(init["seed"]))
     values = {
         key: v for key, v in taken["model train"].items() if key in RunPlan.__dataclass_fields__
     }
     plan = as_params("train", lambda: RunPlan(**values, shuffle=True))
     as_params("train", plan.validate)
+    if drawn and plan.adapters is not None:  # an import's projections are known once imported
+        as_params("train", lambda: plan.adapters.check(config))
     if drawn and train["context"] - 1 > init["positions"]:
         raise Refusal(
             f"train.context {train['context']} makes the model read {train['context'] - 1} "
@@ -205,14 +207,16 @@ def _check_from(source: Any) -> bool:
     return False
 
 
-def _check_init(init: dict[str, Any]) -> None:
+def _check_init(init: dict[str, Any]) -> ModelConfig:
     """What model init takes from the init section: a preset's shape, with the shape keys given
-    in their place, and the rest of a model's configuration."""
+    in their place, and the rest of a model's configuration; return that configuration."""
     init = init_options(init)  # what model init reads: another family's keys are unread
     given = {key: init.get(key) for key in SHAPE}
     rest = {key: v for key, v in init.items() if key not in ("seed", "preset", *SHAPE)}
     shape = as_params("init", lambda: shape_of(init.get("preset"), given))
-    as_params("init", lambda: ModelConfig.of(vocab_size=1, **shape, **rest).validate())
+    config = as_params("init", lambda: ModelConfig.of(vocab_size=1, **shape, **rest))
+    as_params("init", config.validate)
+    return config
 
 
 def _check_resume(before_end: Any, plan: RunPlan) -> None:

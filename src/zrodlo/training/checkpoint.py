@@ -2,17 +2,21 @@
 
 A checkpoint `step-<n>/` holds a model directory's files (`zrodlo.model.directory`) and adds
 optimizer.safetensors (AdamW moments and step counts by parameter name) and trainer.json, its record
-(`zrodlo.training.record`, where every check of it lives). No pickle anywhere: loading a stranger's
-checkpoint never runs code.
+(`zrodlo.training.record`, where every check of it lives); a run of adapters' holds the adapters in
+place of the weights and names its base (`zrodlo.training.adapted`). No pickle anywhere: loading a
+stranger's checkpoint never runs code.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
+from zrodlo.data.tokenizer import tokenizer_from_bytes
+from zrodlo.model.adapter_spec import AdapterSpec
+from zrodlo.model.adapters import ADAPTERS_FILE, Adapters, initial_adapters
 from zrodlo.model.directory import (
     CONFIG_FILE,
     LISTING_FILE,
@@ -29,9 +33,12 @@ from zrodlo.model.directory import (
 )
 from zrodlo.storage import tensorfile
 from zrodlo.storage.digest import json_sha256, write_json
+from zrodlo.storage.inputs import read_input
 from zrodlo.storage.outputs import is_partial
 from zrodlo.storage.refusal import Refusal
+from zrodlo.training.adapted import adapted_model, base_entry, base_path, write_adapter_files
 from zrodlo.training.record import (
+    BASE,
     OPTIMIZER_FILE,
     PROVENANCE,
     TRAINER_FILE,
@@ -43,6 +50,8 @@ from zrodlo.training.record import (
 )
 
 CHECKPOINT_FILES = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE, TRAINER_FILE)
+# What a checkpoint of a run of adapters may hold besides (the adapters in place of the weights).
+WRITTEN_FILES = (*CHECKPOINT_FILES, ADAPTERS_FILE)
 
 
 def checkpoint_name(step: int) -> str:
@@ -67,10 +76,51 @@ def read_model_and_record(path: Path) -> tuple[Model, dict | None]:
         )
     if (path / TRAINER_FILE).exists():
         record, files = read_verified(path)
+        return _model_of(path, record, files), record
+    return read_model_directory(path), None
+
+
+def _model_of(path: Path, record: dict, files: dict[str, memoryview]) -> Model:
+    """The model a checkpoint's verified files hold: its own weights, or its base's and its
+    adapters."""
+    if BASE not in record:
         model = model_from_files(path, files)
         _check_listing(path, record, files)
-        return model, record
-    return read_model_directory(path), None
+        return model
+    base = base_path(path, record)
+    try:
+        model, sha256 = read_base(base)
+    except Refusal as refusal:
+        raise Refusal(
+            f"{path} holds adapters over the model {base}, which cannot be read: {refusal.sentence}"
+        ) from None
+    return adapted_model(path, record, files, model, sha256)
+
+
+def read_base(path: Path) -> tuple[Model, str]:
+    """A model that adapters are trained over, and its weights file's sha256: a model directory
+    or a checkpoint of every weight, not one of adapters."""
+    model, record = read_model_and_record(path)
+    if model.adapters is not None:
+        raise Refusal(
+            f"{path} holds adapters over {model.adapters.base}; adapters are trained over a model "
+            "directory or a checkpoint of every weight, and these continue with zrodlo "
+            "checkpoint resume"
+        )
+    if record is not None:
+        return model, record["files"][WEIGHTS_FILE]
+    # Read whole above against this same listing, which names the weights by their sha256.
+    listing = parse_listing(path / LISTING_FILE, read_input(path / LISTING_FILE))
+    return model, listing[WEIGHTS_FILE]
+
+
+def with_fresh_adapters(path: Path, spec: AdapterSpec, seed: int) -> Model:
+    """The model at `path` with fresh adapters of `spec` drawn from `seed`: the start of a run of
+    adapters."""
+    model, sha256 = read_base(path)
+    spec.check(model.config)
+    tensors = initial_adapters(model.config, spec, seed)
+    return replace(model, adapters=Adapters(spec, tensors, path, sha256))
 
 
 def _check_listing(path: Path, record: dict, files: dict[str, memoryview]) -> None:
@@ -91,9 +141,14 @@ def write_checkpoint(
     optimizer_state: dict[str, torch.Tensor],
     record: dict,
 ) -> dict:
-    """Write a checkpoint's five files into `directory`; return the trainer.json record written."""
-    tensor_files = {WEIGHTS_FILE: model.weights, OPTIMIZER_FILE: optimizer_state}
-    files = write_model_files(directory, model.config, model.tokenizer, tensor_files)
+    """Write a checkpoint's files into `directory` (a temporary beside the checkpoint's place,
+    in its run directory); return the trainer.json record written."""
+    if model.adapters is None:
+        tensor_files = {WEIGHTS_FILE: model.weights, OPTIMIZER_FILE: optimizer_state}
+        files = write_model_files(directory, model.config, model.tokenizer, tensor_files)
+    else:
+        files = write_adapter_files(directory, model, optimizer_state)
+        record = {**record, BASE: base_entry(directory.parent, model.adapters)}
     body = {"format_version": TRAINER_FORMAT, **record, "files": files}
     full = {**body, "record_sha256": json_sha256(body)}
     write_json(directory / TRAINER_FILE, full)
@@ -129,10 +184,10 @@ def read_checkpoint(path: Path) -> Checkpoint:
         )
     record, files = read_verified(path)
     check_named_step(path, record)
-    model = model_from_files(path, files)
-    if model.tokenizer.digest != record["tokenizer_digest"]:  # seed 000's sentence comes first
+    tokenizer = tokenizer_from_bytes(path / TOKENIZER_FILE, files[TOKENIZER_FILE])
+    if tokenizer.digest != record["tokenizer_digest"]:  # seed 000's sentence comes first
         raise Refusal(f"{path / TOKENIZER_FILE} is not the tokenizer {path} was trained with")
-    _check_listing(path, record, files)
+    model = _model_of(path, record, files)
     optimizer_state = tensorfile.parse(path / OPTIMIZER_FILE, files[OPTIMIZER_FILE])
     return Checkpoint(model, optimizer_state, record)
 
@@ -161,7 +216,7 @@ def check_removable(path: Path, run: str | None = None, vouched: bool = False) -
 def _check_only_checkpoint_files(path: Path) -> None:
     """Refuse a checkpoint directory that holds a file Zrodlo does not write into one."""
     for entry in sorted(path.iterdir()):
-        if entry.name not in CHECKPOINT_FILES:
+        if entry.name not in WRITTEN_FILES:
             raise Refusal(
                 f"{path} holds {entry.name}, which Zrodlo does not write into a checkpoint "
                 "directory; move it out, then delete the checkpoint again"

@@ -240,7 +240,7 @@ def _stopped(output: Path, step: int) -> str:
 def _write_checkpoint(
     path: Path, trainer: Trainer, model: Model, record: dict, log: RunLog
 ) -> dict[str, str]:
-    current = Model(path, model.config, model.tokenizer, trainer.weights())
+    current = trainer.current(path, model)
     with new_directory(path) as partial:
         written = write_checkpoint(partial, current, trainer.optimizer_state(), record)
         log.sync()  # the records the checkpoint continues reach the disk before it appears

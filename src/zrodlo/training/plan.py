@@ -17,6 +17,7 @@ import numpy as np
 
 from zrodlo.data.windows import check_context
 from zrodlo.draws.chacha import check_seed
+from zrodlo.model.adapter_spec import DEFAULT_TARGETS, AdapterSpec
 from zrodlo.model.declared import option
 from zrodlo.storage.refusal import Refusal, shown
 from zrodlo.training.schedule import Schedule, check_learning_rate
@@ -162,6 +163,30 @@ class RunPlan:
         "ones are written.",
         None,
     )
+    lora_rank: int | None = option(
+        "Train low-rank adapters (LoRA) of this rank beside the frozen weights instead of every "
+        "weight: the checkpoints hold the adapters, and name the model they adapt by digest.",
+        None,
+    )
+    lora_alpha: float | None = option(
+        "The adapters' output is scaled by --lora-alpha / --lora-rank; by default --lora-rank "
+        "(a scale of 1). Needs --lora-rank.",
+        None,
+    )
+    lora_targets: str | None = option(
+        "The projections that take adapters, comma-separated: q, k, v, o, up, down, and gate "
+        "where the family gates its feed-forward; by default q,v. Needs --lora-rank.",
+        None,
+    )
+
+    @property
+    def adapters(self) -> AdapterSpec | None:
+        """The adapters the run trains, None where it trains every weight."""
+        if self.lora_rank is None:
+            return None
+        alpha = self.lora_rank if self.lora_alpha is None else self.lora_alpha
+        targets = DEFAULT_TARGETS if self.lora_targets is None else self.lora_targets.split(",")
+        return AdapterSpec(self.lora_rank, float(alpha), tuple(targets))
 
     @property
     def schedule(self) -> Schedule:
@@ -210,6 +235,21 @@ class RunPlan:
             raise Refusal("--eval-windows needs --eval-every, the steps between held-out scores")
         _check_whole("--checkpoint-every", self.checkpoint_every)
         _check_whole("--keep-checkpoints", self.keep_checkpoints)
+        self._check_adapters()
+
+    def _check_adapters(self) -> None:
+        _check_whole("--lora-rank", self.lora_rank)
+        for flag, value in (
+            ("--lora-alpha", self.lora_alpha),
+            ("--lora-targets", self.lora_targets),
+        ):
+            if value is not None and self.lora_rank is None:
+                raise Refusal(f"{flag} needs --lora-rank, the rank of the adapters it describes")
+        alpha = self.lora_alpha
+        if alpha is not None and (isinstance(alpha, bool) or not _positive_finite(alpha)):
+            raise Refusal(f"--lora-alpha is {shown(alpha)}; it must be a positive finite number")
+        if self.lora_targets is not None and not isinstance(self.lora_targets, str):
+            raise Refusal(f"--lora-targets is {self.lora_targets!r}; it names projections: q,v")
 
     def checkpoint_steps(self, done: int) -> list[int]:
         """The steps after `done` that write a checkpoint: the multiples of --checkpoint-every
@@ -231,6 +271,12 @@ class RunPlan:
         data = asdict(self)
         for key in ("steps", "eval_every", "eval_windows", "checkpoint_every", "keep_checkpoints"):
             data.pop(key)
+        spec = self.adapters
+        if spec is None:  # a run of every weight records what it recorded before adapters were
+            for key in ("lora_rank", "lora_alpha", "lora_targets"):
+                data.pop(key)
+        else:  # recorded resolved, so that a later default cannot change what a run trained
+            data |= {"lora_alpha": spec.alpha, "lora_targets": ",".join(spec.targets)}
         return data
 
     @classmethod

@@ -10,7 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from zrodlo.model.directory import LISTING_FILE, MODEL_FILES
+from zrodlo.model.adapters import ADAPTERS_FILE
+from zrodlo.model.directory import CONFIG_FILE, LISTING_FILE, MODEL_FILES, TOKENIZER_FILE
 from zrodlo.storage import jsonfile
 from zrodlo.storage.digest import json_sha256
 from zrodlo.storage.inputs import read_input
@@ -24,11 +25,17 @@ OPTIMIZER_FILE = "optimizer.safetensors"
 TRAINER_FORMAT = 2
 # What a checkpoint records of where its run came from; a resumed run records the same.
 PROVENANCE = ("run", "seed", "corpus_digest", "tokenizer_digest")
-# Every key a record of this format holds.
+# The model a run of adapters adapts: its path from the run directory and its weights' sha256.
+BASE = "base"
+# Every key a record of this format holds (base: only a run of adapters').
 RECORD_KEYS = {
     "format_version", "generator", *PROVENANCE, "hyperparameters", "environment", "step", "files",
-    "record_sha256",
+    "record_sha256", BASE,
 }  # fmt: skip
+# The files a checkpoint lists: a model directory's and the optimizer state, or for a run of
+# adapters, the adapters in place of the weights (the base's are the base's).
+LISTED_FILES = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE)
+ADAPTER_FILES = (CONFIG_FILE, TOKENIZER_FILE, ADAPTERS_FILE, OPTIMIZER_FILE)
 MAX_THREADS = (
     1024  # more than any machine Zrodlo runs on; a record beyond it was not written by one
 )
@@ -73,7 +80,7 @@ def read_verified(path: Path) -> tuple[dict, dict[str, memoryview]]:
 def _check_record_fields(file: Path, record: dict) -> None:
     """Refuse a trainer.json whose own digest matches but whose step or file list no build of
     Zrodlo writes: a file outside the checkpoint is never read, a step is a count of updates."""
-    listed = (*MODEL_FILES, LISTING_FILE, OPTIMIZER_FILE)
+    listed = ADAPTER_FILES if BASE in record else LISTED_FILES
     for name, digest in record["files"].items():
         if name not in listed:
             raise Refusal(
@@ -98,6 +105,33 @@ def _check_record_fields(file: Path, record: dict) -> None:
             f"{TRAINER_FORMAT} holds"
         )
     _check_provenance(file, record)
+    _check_base(file, record)
+
+
+def _check_base(file: Path, record: dict) -> None:
+    """Refuse a run of adapters' record whose base is not named by a path and a digest, or whose
+    hyperparameters give the adapters no rank (and a record of every weight that gives one)."""
+    hyperparameters = record.get("hyperparameters")
+    rank = hyperparameters.get("lora_rank") if isinstance(hyperparameters, dict) else None
+    if BASE not in record:
+        if rank is not None:
+            raise Refusal(f"{file} records adapters of rank {rank} and no base they adapt")
+        return
+    base = record[BASE]
+    if not (
+        isinstance(base, dict)
+        and sorted(base) == ["path", "weights_sha256"]
+        and isinstance(base["path"], str)
+        and base["path"]
+        and isinstance(base["weights_sha256"], str)
+        and _DIGEST.fullmatch(base["weights_sha256"])
+    ):
+        raise Refusal(
+            f"{file} records base {json.dumps(base)}; a run of adapters names its base by path "
+            "and weights_sha256, a sha256 digest"
+        )
+    if rank is None:
+        raise Refusal(f"{file} records a base and no adapters over it (no lora_rank)")
 
 
 def _check_provenance(file: Path, record: dict) -> None:

@@ -18,7 +18,11 @@ from zrodlo.data.corpus import Corpus
 from zrodlo.draws.chacha import GENERATOR
 from zrodlo.model.device import resolve_device
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.checkpoint import read_checkpoint, read_model
+from zrodlo.training.checkpoint import (
+    read_base,
+    read_checkpoint,
+    with_fresh_adapters,
+)
 from zrodlo.training.display import StepDisplay
 from zrodlo.training.environment import EnvironmentWarning, match_environment
 from zrodlo.training.launch import run_workers
@@ -87,7 +91,9 @@ def train(
         }  # fmt: skip
         return run_workers(request, processes, threads, progress)
     use_threads(threads)
-    start = read_model(model)
+    # A checkpoint of adapters continues only with resume: a run starts from every weight.
+    spec = checked.adapters
+    start = read_base(model)[0] if spec is None else with_fresh_adapters(model, spec, checked.seed)
     data = Corpus.open(corpus)
     table = check_data(data, start, checked.context)
     check_held_out(eval_corpus, checked.eval_every)

@@ -12,14 +12,17 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from zrodlo.data.batches import collate
 from zrodlo.data.windows import WindowStream, WindowTable
+from zrodlo.model.adapters import trained_parameters
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.decoder import Decoder, build_decoder
+from zrodlo.model.decoder import Decoder, build_model
 from zrodlo.model.device import memory_of
 from zrodlo.model.directory import Model
 from zrodlo.model.dropout import StepMasks
@@ -60,7 +63,8 @@ class Trainer:
     ) -> None:
         self.plan = plan
         self.model = model.train()
-        self.parameters = [parameter for _, parameter in model.named_parameters()]
+        self.trained = trained_parameters(model)  # every weight, or the adapters alone
+        self.parameters = list(self.trained.values())
         self.optimizer = optimizer
         self.tokens = tokens
         self.table = table
@@ -80,11 +84,13 @@ class Trainer:
         device: torch.device,
         ranks: Ranks | None = None,
     ) -> Trainer:
-        """A fresh run from a model's weights: a new AdamW, the schedule from its first update.
-        With `ranks`, this process computes its share of each step of a data-parallel run."""
+        """A fresh run from a model's weights (and its adapters, which are then what it trains): a
+        new AdamW, the schedule from its first update. With `ranks`, this process computes its
+        share of each step of a data-parallel run."""
         _check_step_fits(model.config, plan, device)
-        network = build_decoder(model.config, model.weights, device, str(model.path))
-        optimizer = build_adamw(network.named_parameters(), plan.adamw, plan.learning_rate)
+        network = build_model(model, device)
+        trained = trained_parameters(network)
+        optimizer = build_adamw(trained.items(), plan.adamw, plan.learning_rate)
         return cls(plan, network, optimizer, tokens, table, device, ranks)
 
     @classmethod
@@ -102,7 +108,7 @@ class Trainer:
         try:
             load_optimizer_state(
                 trainer.optimizer,
-                dict(trainer.model.named_parameters()),
+                trainer.trained,
                 checkpoint.optimizer_state,
                 checkpoint.step,
             )
@@ -149,7 +155,7 @@ class Trainer:
                 f"the step after step {n} produced loss {loss}; lower --learning-rate or check "
                 "the corpus"
             )
-        norm = clip_gradients(self.model.parameters(), self.plan.clip_norm)
+        norm = clip_gradients(self.parameters, self.plan.clip_norm)
         rate = self.schedule.rate(n)
         set_learning_rate(self.optimizer, rate)
         try:
@@ -164,7 +170,14 @@ class Trainer:
         return StepRecord(n + 1, loss, rate, norm, step_targets, windows_digest(indices), seconds)
 
     def weights(self) -> dict[str, torch.Tensor]:
-        return {name: p.detach() for name, p in self.model.named_parameters()}
+        """What the run trains, by name: every weight, or the adapters."""
+        return {name: p.detach() for name, p in self.trained.items()}
+
+    def current(self, path: Path, start: Model) -> Model:
+        """The model the run has made so far, as its checkpoint at `path` holds it."""
+        if start.adapters is None:
+            return Model(path, start.config, start.tokenizer, self.weights())
+        return replace(start, path=path, adapters=replace(start.adapters, tensors=self.weights()))
 
     def check_finite(self, step: int) -> None:
         """Refuse weights that are no longer finite numbers, before they reach a checkpoint."""
@@ -176,12 +189,15 @@ class Trainer:
                 )
 
     def optimizer_state(self) -> dict[str, torch.Tensor]:
-        return optimizer_state_tensors(self.optimizer, dict(self.model.named_parameters()))
+        return optimizer_state_tensors(self.optimizer, self.trained)
 
 
 def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -> None:
     """Refuse a run whose step cannot fit in the device's memory, before anything is allocated."""
-    state = training_state_bytes(config)
+    spec = plan.adapters
+    adapted = None if spec is None else sum(r * c for r, c in spec.shapes(config).values())
+    state = training_state_bytes(config, adapted)
+    held = "weights, gradients" if spec is None else "weights and its adapters' gradients"
     activations = step_activation_bytes(config, plan.micro_batch, plan.context, plan.precision)
     memory = memory_of(device)
     if state + activations > memory:
@@ -189,7 +205,7 @@ def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -
         raise Refusal(
             f"a step in micro-batches of {plan.micro_batch:,} windows at --context "
             f"{plan.context} keeps at least {activations / 2**30:,.1f} GiB of activations, which "
-            f"with the model's {state / 2**30:,.1f} GiB of weights, gradients and AdamW moments "
+            f"with the model's {state / 2**30:,.1f} GiB of {held} and AdamW moments "
             f"is more than the {memory / 2**30:,.1f} GiB of memory {holder} has; lower "
             "--micro-batch-size or --context, or run on a device with more memory"
         )
