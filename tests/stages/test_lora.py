@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import TINY_MODEL, zrodlo_succeeds
 
+from forgery import rewrite_record
 from zrodlo import api
 
 pytestmark = pytest.mark.slow  # training runs and worker processes
@@ -69,6 +70,23 @@ def test_a_base_that_changed_is_refused_by_its_digest(
     assert_refused_in_process(
         "model", "export", "--model", "run/step-2", "--adapter", "--output", "exported",
         sentence=sentence,
+    )  # fmt: skip
+
+
+def test_checkpoints_of_adapters_naming_each_other_as_bases_are_refused(
+    lora, training_data, tmp_path, assert_refused_in_process
+):
+    """A forged pair, each one's base the other: the base is read without adapters, so no chain
+    of bases is followed."""
+    shutil.copytree(lora / "run", tmp_path / "run")
+    for checkpoint, other in (("step-2", "step-4"), ("step-4", "step-2")):
+        rewrite_record(tmp_path / "run" / checkpoint,
+                       lambda record, other=other: record["base"].update(path=other))  # fmt: skip
+    assert_refused_in_process(
+        "model", "evaluate", "--model", "run/step-4", "--corpus", training_data.corpus,
+        sentence="run/step-4 holds adapters over the model run/step-2, which cannot be read: "
+        "run/step-2 holds adapters over run/step-4; adapters are trained over a model directory "
+        "or a checkpoint of every weight, and these continue with zrodlo checkpoint resume",
     )  # fmt: skip
 
 

@@ -68,6 +68,12 @@ def read_model(path: Path) -> Model:
 def read_model_and_record(path: Path) -> tuple[Model, dict | None]:
     """A model directory or checkpoint read once: its model, and a checkpoint's verified
     trainer.json (None for a model directory). Each file is read, hashed and checked once."""
+    return _read(path, adapters=True)
+
+
+def _read(path: Path, adapters: bool) -> tuple[Model, dict | None]:
+    """`read_model_and_record`, refusing a checkpoint of adapters unless `adapters`: a base is
+    read without them, so that no chain of bases is followed."""
     check_readable(path)
     if not (path / CONFIG_FILE).exists() and (held := checkpoints_in(path)):
         raise Refusal(
@@ -76,6 +82,12 @@ def read_model_and_record(path: Path) -> tuple[Model, dict | None]:
         )
     if (path / TRAINER_FILE).exists():
         record, files = read_verified(path)
+        if BASE in record and not adapters:
+            raise Refusal(
+                f"{path} holds adapters over {base_path(path, record)}; adapters are trained over "
+                "a model directory or a checkpoint of every weight, and these continue with "
+                "zrodlo checkpoint resume"
+            )
         return _model_of(path, record, files), record
     return read_model_directory(path), None
 
@@ -100,13 +112,7 @@ def _model_of(path: Path, record: dict, files: dict[str, memoryview]) -> Model:
 def read_base(path: Path) -> tuple[Model, str]:
     """A model that adapters are trained over, and its weights file's sha256: a model directory
     or a checkpoint of every weight, not one of adapters."""
-    model, record = read_model_and_record(path)
-    if model.adapters is not None:
-        raise Refusal(
-            f"{path} holds adapters over {model.adapters.base}; adapters are trained over a model "
-            "directory or a checkpoint of every weight, and these continue with zrodlo "
-            "checkpoint resume"
-        )
+    model, record = _read(path, adapters=False)
     if record is not None:
         return model, record["files"][WEIGHTS_FILE]
     # Read whole above against this same listing, which names the weights by their sha256.
