@@ -102,7 +102,13 @@ def experiments(baseline) -> dict[str, str]:
     return {"more": more, "fewer": fewer}
 
 
+@pytest.mark.skipif(
+    os.environ.get("ZRODLO_FULL_TESTS") != "1",
+    reason="opt in: ZRODLO_FULL_TESTS=1; CI's .ci/reproduce.py reruns the committed pipeline",
+)
 def test_a_forced_rerun_of_every_stage_leaves_dvc_lock_as_it_was(baseline, tmp_path):
+    """Every stage run again gives the dvc.lock it gave: .ci/reproduce.py holds the committed
+    pipeline to this from nothing on every commit, so this twin on the tiny params is opt-in."""
     copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
     dvc("repro", "--force", cwd=copy)
     assert (copy / "dvc.lock").read_bytes() == (baseline / "dvc.lock").read_bytes()
@@ -224,20 +230,22 @@ def test_an_edit_of_document_code_reruns_no_stage_of_the_model(baseline, tmp_pat
 
 
 def test_the_resume_check_turned_off_continues_no_checkpoint(baseline, tmp_path):
-    """resume.check false, with steps whose resume checkpoint no run keeps: the pipeline runs,
-    and its resume stage trains nothing and says that it checked nothing."""
+    """resume.check false, with steps whose resume checkpoint no run keeps: the pipeline runs to
+    the resume stage (what follows reads the run as it does any), which trains nothing and says
+    that it checked nothing."""
     copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
-    ran = dvc("exp", "run", "-S", "resume.check=false", "-S", "train.steps=7", cwd=copy)
-    assert stages_run(ran) == ["pipeline", "train", "resume", "evaluate", "report"], ran
+    ran = dvc("exp", "run", "-S", "resume.check=false", "-S", "train.steps=7", "resume", cwd=copy)
+    assert stages_run(ran) == ["pipeline", "train", "resume"], ran
     assert json.loads((copy / "reports" / "resume.json").read_text()) == {"checked": False}
     assert list((copy / "resumed").iterdir()) == []
-    assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+    assert "resume" not in json.loads(dvc("status", "--json", cwd=copy))
 
 
 def test_your_own_documents_are_a_params_change_and_a_dependency(baseline, tmp_path):
     """documents.source names a folder tracked with `dvc add`: the documents stage imports it
     with the section's flags, the documents it skips are listed, and dvc.lock records the
-    folder's hash, so the data a run came from is versioned with it."""
+    folder's hash, so the data a run came from is versioned with it. Run up to the documents
+    stage alone: what follows reads the documents as it does any others."""
     copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
     texts = copy / "my_texts"
     (texts / "notes").mkdir(parents=True)
@@ -249,9 +257,9 @@ def test_your_own_documents_are_a_params_change_and_a_dependency(baseline, tmp_p
     dvc("add", "my_texts", cwd=copy)
     ran = dvc(
         "exp", "run", "-S", "documents.source=my_texts", "-S", "documents.include=['*.txt']",
-        "-S", "documents.skip-empty=true", cwd=copy,
+        "-S", "documents.skip-empty=true", "documents", cwd=copy,
     )  # fmt: skip
-    assert stages_run(ran)[:3] == ["pipeline", "documents", "splits"], ran
+    assert stages_run(ran) == ["pipeline", "documents"], ran
     lines = (copy / "data" / "documents.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == [f"notes/{i:02d}.txt" for i in range(30)]
     skipped = (copy / "data" / "skipped.jsonl").read_text().splitlines()
@@ -260,7 +268,7 @@ def test_your_own_documents_are_a_params_change_and_a_dependency(baseline, tmp_p
     source = next(d for d in lock["stages"]["documents"]["deps"] if d["path"] == "my_texts")
     added = yaml.safe_load((copy / "my_texts.dvc").read_text())["outs"][0]
     assert source["md5"] == added["md5"] and source["md5"].endswith(".dir")
-    assert json.loads(dvc("status", "--json", cwd=copy)) == {}
+    assert "documents" not in json.loads(dvc("status", "--json", cwd=copy))
 
 
 def test_your_own_pools_are_a_params_change_and_a_dependency(baseline, tmp_path):
@@ -291,38 +299,37 @@ def test_your_own_pools_are_a_params_change_and_a_dependency(baseline, tmp_path)
 
 
 def test_subword_tokens_are_a_params_change(baseline, tmp_path):
-    """tokenizer.kind bpe with a vocabulary size runs the whole pipeline from the tokenizer on:
-    a byte-level BPE of that size, corpora of fewer tokens than characters, and a model whose
-    vocabulary is the tokenizer's."""
+    """tokenizer.kind bpe with a vocabulary size reruns the pipeline from the tokenizer on: a
+    byte-level BPE of that size, corpora of fewer tokens than characters, and a model whose
+    vocabulary is the tokenizer's (run up to the training corpus and the init stage; training
+    reads any model alike)."""
     copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
-    ran = dvc("exp", "run", "-S", "tokenizer.kind=bpe", "-S", "tokenizer.vocab_size=300", cwd=copy)
-    assert stages_run(ran)[:3] == ["pipeline", "tokenizer", "prepare@train"], ran
+    ran = dvc("exp", "run", "-S", "tokenizer.kind=bpe", "-S", "tokenizer.vocab_size=300",
+              "prepare@train", "init", cwd=copy)  # fmt: skip
+    assert stages_run(ran)[:2] == ["pipeline", "tokenizer"], ran
+    assert sorted(stages_run(ran)[2:]) == ["init", "prepare@train"], ran
     tokenizer = json.loads((copy / "tokenizer" / "tokenizer.json").read_text())
     assert (tokenizer["kind"], tokenizer["vocab_size"]) == ("bpe", 300)
     corpus = json.loads((copy / "corpus" / "train" / "corpus.json").read_text())
     assert corpus["tokens"] - 2 * corpus["documents"] < corpus["characters"]
     assert json.loads((copy / "model" / "config.json").read_text())["vocab_size"] == 300
-    assert json.loads((copy / "reports" / "resume.json").read_text())["equal"] is True
-    assert json.loads(dvc("status", "--json", cwd=copy)) == {}
 
 
 def test_the_models_shape_is_a_param_beside_its_preset(baseline, tmp_path):
     """init.layers and init.d_model set those of the shape, the preset the rest: the first
-    experiment a DVC user tries on a model."""
+    experiment a DVC user tries on a model (run up to the init stage)."""
     copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
-    ran = dvc("exp", "run", "-S", "init.layers=3", "-S", "init.d_model=96", cwd=copy)
-    assert stages_run(ran)[:2] == ["pipeline", "init"], ran
+    ran = dvc("exp", "run", "-S", "init.layers=3", "-S", "init.d_model=96", "init", cwd=copy)
+    assert stages_run(ran) == ["pipeline", "init"], ran
     config = json.loads((copy / "model" / "config.json").read_text())
     shape = {key: config[key] for key in ("layers", "heads", "d_model", "d_ff")}
     assert shape == {"layers": 3, "heads": 4, "d_model": 96, "d_ff": 256}  # tiny's heads and d_ff
-    assert json.loads((copy / "reports" / "resume.json").read_text())["equal"] is True
-    assert json.loads(dvc("status", "--json", cwd=copy)) == {}
 
 
 def test_one_text_file_cut_at_its_blank_lines_is_the_corpus(baseline, tmp_path):
     """A play in one text file, as tiny Shakespeare's input.txt is: documents.cut-at cuts it at
     each blank line into speeches numbered from the file's name, and the pools are drawn from
-    them."""
+    them (run up to the splits stage)."""
     copy = Path(shutil.copytree(baseline, tmp_path / "repo", symlinks=True))
     speeches = [
         f"{('First Citizen', 'All', 'Second Citizen')[i % 3]}:\n"
@@ -332,14 +339,12 @@ def test_one_text_file_cut_at_its_blank_lines_is_the_corpus(baseline, tmp_path):
     (copy / "input.txt").write_text("\n\n".join(speeches) + "\n", encoding="utf-8")
     ran = dvc(
         "exp", "run", "-S", "documents.source=input.txt", "-S", r"documents.cut-at=\n\s*\n",
-        cwd=copy,
+        "splits", cwd=copy,
     )  # fmt: skip
-    assert stages_run(ran)[:3] == ["pipeline", "documents", "splits"], ran
+    assert stages_run(ran) == ["pipeline", "documents", "splits"], ran
     lines = (copy / "data" / "documents.jsonl").read_text().splitlines()
     documents = [json.loads(line) for line in lines]
     assert [d["id"] for d in documents] == [f"input.txt#{i:02d}" for i in range(1, 61)]
     assert [d["text"] for d in documents[:-1]] == speeches[:-1]
     pools = json.loads((copy / "data" / "splits.json").read_text())
     assert len(pools["train"]) > 40 and sum(map(len, pools.values())) == 60
-    assert json.loads((copy / "reports" / "resume.json").read_text())["equal"] is True
-    assert json.loads(dvc("status", "--json", cwd=copy)) == {}

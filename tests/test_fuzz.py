@@ -3,7 +3,7 @@ or in one clear refusal, never a traceback, a crash, a hang, a file read past it
 before the refusal or a write outside the paths the command names.
 
 The cases are drawn from a seeded generator, so a failure names a case that reruns alike:
-ZRODLO_FUZZ_CASES (default 200) sets how many, ZRODLO_FUZZ_SEED (default 0) which; the longer
+ZRODLO_FUZZ_CASES (default 100) sets how many, ZRODLO_FUZZ_SEED (default 0) which; the longer
 sweep is `ZRODLO_FUZZ_CASES=1000 .venv/bin/python -m pytest -s tests/test_fuzz.py`. Each case
 copies the artifacts a command reads into a directory of its own, mutates one file (its bytes, its
 JSON, a safetensors header, an AdamW moment; or replaces it with a link to a copy outside, a FIFO
@@ -35,7 +35,7 @@ from zrodlo.storage.digest import json_sha256
 # In `make test`, not `make check`: hundreds of mutated artifacts, one command each.
 pytestmark = pytest.mark.slow
 
-CASES = int(os.environ.get("ZRODLO_FUZZ_CASES", "200"))
+CASES = int(os.environ.get("ZRODLO_FUZZ_CASES", "100"))
 SEED = int(os.environ.get("ZRODLO_FUZZ_SEED", "0"))
 TIMEOUT_S = 60.0
 RUNNER = Path(__file__).parent / "fork_runner.py"
