@@ -192,18 +192,19 @@ def test_config_json_is_read_as_transformers_reads_it(
     )  # fmt: skip
 
 
-def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo):
-    """Tied (GPT-2's default), the head is the token embedding whatever the file holds under
-    lm_head.weight, as transformers reads it, and stays tied in fine-tuning; untied, the file's
-    own head."""
+def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo, assert_refused):
+    """Tied (GPT-2's default), the head is the token embedding: a file that holds it again under
+    lm_head.weight imports, and one whose lm_head.weight differs is refused, as transformers would
+    drop it without a word; untied, the file's own head, and it stays so in fine-tuning."""
     from safetensors.torch import load_file, save_file
 
     source = saved(tmp_path, "gpt2")
     # Copied: load_file's tensors view the file mapped, which save_file writes over.
     weights = {name: t.clone() for name, t in load_file(source / "model.safetensors").items()}
-    head = torch.randn_like(weights["transformer.wte.weight"])
-    save_file({**weights, "lm_head.weight": head}, source / "model.safetensors")
-    for tie in (True, False):
+    embedding = weights["transformer.wte.weight"]
+    head = torch.randn_like(embedding)
+    for stored, tie in ((embedding.clone(), True), (head, False)):
+        save_file({**weights, "lm_head.weight": stored}, source / "model.safetensors")
         edited(source, tie_word_embeddings=tie)
         output = tmp_path / f"model-{tie}"
         returncode, _, stderr = run_zrodlo(
@@ -215,3 +216,10 @@ def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo):
         assert ("lm_head.weight" in imported.weights) is not tie
         if not tie:
             assert torch.equal(imported.weights["lm_head.weight"], head)
+    edited(source, tie_word_embeddings=True)  # the file holds `head`, unlike the embedding
+    assert_refused(
+        "model", "import", "--from", source, "--output", tmp_path / "refused",
+        sentence=f"{source / 'model.safetensors'} holds lm_head.weight, which differs from the "
+        f"token embedding that {source / 'config.json'} ties the head to (tie_word_embeddings); "
+        "transformers reads the embedding in its place, so the model cannot be imported exactly",
+    )  # fmt: skip

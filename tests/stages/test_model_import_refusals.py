@@ -131,18 +131,56 @@ def test_a_tensor_that_disagrees_with_config_json_is_refused_naming_it(
     )  # fmt: skip
 
 
-def test_gigabytes_a_model_does_not_need_are_never_mapped(tmp_path):
-    """A tensor of 4 GiB beside the model's own (transformers ignores what it has no place for)
-    is never read, so an address space of 2 GiB imports the model."""
+def test_a_tensor_the_model_does_not_read_is_refused_naming_it_and_never_mapped(tmp_path, snapshot):
+    """A tensor of 4 GiB beside the model's own, which transformers would drop without a word, is
+    refused naming it, from the header alone: an address space of 2 GiB suffices."""
     source = saved(tmp_path, "gpt2")
     weights = loaded(source / "model.safetensors")
     write_weights(source / "model.safetensors", weights, {"unused": [1024, 1024, 1024]})
-    returncode, _, stderr = run_in_limited_memory(
+    sentence = (
+        f"{source / 'model.safetensors'} holds tensor unused, which a gpt2 model of this "
+        "configuration does not read; Zrodlo imports a checkpoint whose every tensor it reads"
+    )
+    assert_refused_in_limited_memory(tmp_path, source, sentence, snapshot)
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "refusal"),
+    [
+        # Qwen3's norms of the queries and keys, in a Llama: a part Llama does not compute.
+        ("llama", {"model.layers.0.self_attn.q_norm.weight": torch.ones(8),
+                   "model.layers.0.self_attn.k_norm.weight": torch.ones(8)},
+         "tensor model.layers.0.self_attn.k_norm.weight (and 1 more), which a llama model"),
+        # A classifier's head beside the LM head, as a sequence classification model saves it.
+        ("gpt2", {"score.weight": torch.zeros(2, 32)},
+         "tensor score.weight, which a gpt2 model"),
+    ],
+)  # fmt: skip
+def test_a_part_the_family_does_not_compute_is_refused_naming_it(
+    tmp_path, assert_refused, kind, extra, refusal
+):
+    source = saved(tmp_path, kind)
+    weights = loaded(source / "model.safetensors")
+    save_file({**weights, **extra}, source / "model.safetensors")
+    assert_refused(
+        "model", "import", "--from", source, "--output", tmp_path / "model",
+        sentence=f"{source / 'model.safetensors'} holds {refusal} of this configuration does "
+        "not read; Zrodlo imports a checkpoint whose every tensor it reads",
+    )  # fmt: skip
+
+
+def test_the_buffers_transformers_computes_itself_are_passed_over(tmp_path, run_zrodlo):
+    """Rotary inverse frequencies, as older Llama checkpoints saved them in every layer."""
+    source = saved(tmp_path, "llama")
+    weights = loaded(source / "model.safetensors")
+    buffers = {f"model.layers.{i}.self_attn.rotary_emb.inv_freq": torch.ones(4) for i in (0, 1)}
+    save_file({**weights, **buffers}, source / "model.safetensors")
+    returncode, _, stderr = run_zrodlo(
         "model", "import", "--from", source, "--output", tmp_path / "model", cwd=tmp_path
     )
-    assert (returncode, stderr[-2000:]) == (0, "")
-    held = read_model(tmp_path / "model").weights["blocks.1.mlp.up.weight"]
-    assert torch.equal(held, weights["transformer.h.1.mlp.c_fc.weight"].t())
+    assert (returncode, stderr) == (0, "")
+    held = read_model(tmp_path / "model").weights["blocks.1.attention.out.weight"]
+    assert torch.equal(held, weights["model.layers.1.self_attn.o_proj.weight"])
 
 
 def test_weights_beyond_the_memory_a_process_may_take_are_refused(tmp_path, snapshot):

@@ -11,6 +11,11 @@ and the weights are in memory once. Where no tensor's name starts with the famil
 prefix (the hub's GPT-2 holds `wte.weight`, not `transformer.wte.weight`), every name is read as
 if it did, as transformers reads a base model's file into its causal LM; the head's name, outside
 the base model, is read as it is.
+
+Every tensor is read or refused: one the model has no place for is named in a sentence (a part
+Zrodlo does not compute, a file of another model), but for the buffers transformers computes
+itself (the family's `ignored_buffers`), and a head stored beside the embedding it is tied to is
+read and must equal it.
 """
 
 from __future__ import annotations
@@ -59,10 +64,17 @@ def read_weights(
             f"{files.holder('holds', 'hold')} values for {holds:,} of them"
         )
     names, shapes = family.transformers_names(config), parameter_shapes(config)
-    for part, shape in _part_shapes(names, shapes).items():
-        _check_tensor(part, shape, header.get(part), stated["model_type"], files, config_file)
+    parts, model_type = _part_shapes(names, shapes), stated["model_type"]
+    stored_head = _stored_tied_head(config, header)
+    if stored_head is not None:  # read too, to be held equal to the embedding
+        parts[stored_head] = shapes["token_embedding.weight"]
+    for part, shape in parts.items():
+        _check_tensor(part, shape, header.get(part), model_type, files, config_file)
+    _refuse_unread(family, header, set(parts), model_type)
     try:
         weights = _read(header, names, shapes)
+        if stored_head is not None:
+            _check_tied_head(config, header, stored_head, weights, config_file)
     except MemoryError:
         raise Refusal(
             f"{files.holder('holds', 'hold')} the {needed:,} weights of the model, "
@@ -81,6 +93,50 @@ def _as_transformers_reads(family: Family, header: dict[str, Located]) -> dict[s
         return header
     outside = {name for name in family.outer_names.values() if not name.startswith(prefix)}
     return {(name if name in outside else prefix + name): held for name, held in header.items()}
+
+
+def _stored_tied_head(config: ModelConfig, header: dict[str, Located]) -> str | None:
+    """The name of the head a checkpoint of a tied model holds beside its token embedding (a
+    save that wrote both), or None."""
+    head = config.family.outer_names["lm_head.weight"]
+    return head if config.parts.tied_head and head in header else None
+
+
+def _check_tied_head(
+    config: ModelConfig,
+    header: dict[str, Located],
+    head: str,
+    weights: dict[str, torch.Tensor],
+    config_file: Path,
+) -> None:
+    """Refuse a stored head that differs from the token embedding it is tied to: transformers
+    reads the embedding in its place, so the file states two models."""
+    stored = _read(header, {"head": ([(head, config.vocab_size)], False)},
+                   {"head": (config.vocab_size, config.d_model)})["head"]  # fmt: skip
+    if not torch.equal(stored, weights["token_embedding.weight"]):
+        field = config.family.transformers_fields.get("tie_embeddings", "tie_word_embeddings")
+        raise Refusal(
+            f"{header[head].file} holds {head}, which differs from the token embedding that "
+            f"{config_file} ties the head to ({field}); transformers reads the embedding in its "
+            "place, so the model cannot be imported exactly"
+        )
+
+
+def _refuse_unread(
+    family: Family, header: dict[str, Located], read: set[str], model_type: str
+) -> None:
+    """Refuse a tensor that the model would not read, naming it (the first by name), unless it is
+    a buffer transformers computes itself: every tensor of a checkpoint is read or refused, so
+    nothing it holds is dropped without a word."""
+    ignored = re.compile(family.ignored_buffers)
+    unread = sorted(name for name in header if name not in read and not ignored.fullmatch(name))
+    if unread:
+        name = unread[0]
+        more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
+        raise Refusal(
+            f"{header[name].file} holds tensor {name}{more}, which a {model_type} model of this "
+            "configuration does not read; Zrodlo imports a checkpoint whose every tensor it reads"
+        )
 
 
 def _layers_held(block_prefix: str, header: dict[str, Located]) -> int:

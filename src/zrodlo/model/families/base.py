@@ -92,6 +92,10 @@ class Family(ABC):
 
     # How transformers' config.json names Zrodlo's fields, for the refusals of an import.
     transformers_fields: ClassVar[dict[str, str]] = {}
+    # The tensors (a regular expression over their full names) a checkpoint of the family may
+    # hold that transformers itself loads nothing from: buffers it computes. An import passes
+    # over these, and refuses any other tensor it does not read.
+    ignored_buffers: ClassVar[str] = r"(model\.(layers\.\d+\.self_attn\.)?)?rotary_emb\.inv_freq"
 
 
 def settings_fields(family: Family) -> list[dataclasses.Field]:

@@ -167,6 +167,8 @@ class GPT(Family):
     outer_names = _MODEL_NAMES
     block_prefix = "transformer.h.{}."
     base_prefix = "transformer."
+    # The attention's causal mask and its fill value, which older checkpoints saved as buffers.
+    ignored_buffers = r"transformer\.h\.\d+\.attn\.(bias|masked_bias)"
 
     def block_names(
         self, config: ModelConfig, name: str, shape: tuple[int, ...]
