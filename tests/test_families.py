@@ -65,6 +65,8 @@ VARIANTS = {name: {"architecture": name} for name in FAMILIES} | {
         "rope_low_frequency_factor": 1.0, "rope_high_frequency_factor": 4.0,
         "rope_original_positions": 8,
     },
+    "qwen3-apart": {"architecture": "qwen3", "head_dim": 6, "kv_heads": 2, "tie_embeddings": True},
+    "smollm3-every-2nd": {"architecture": "smollm3", "no_rope_interval": 2, "kv_heads": 2},
 }  # fmt: skip
 
 

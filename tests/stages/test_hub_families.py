@@ -1,8 +1,9 @@
 """The small open models people fine-tune, as transformers builds them from each family's real
 configuration (shrunk to a few thousand weights, random): GPT-2 (its tanh GELU, its head tied),
 Llama 3.2 (Llama 3's rotary scaling, a tied head, heads set apart from the width), SmolLM2 (a tied
-llama) and Qwen2.5 (biases on the queries, keys and values, RMSNorm epsilon 1e-6, an embedding
-table longer than its tokenizer, which normalizes to NFC and names no BOS). Each goes through the
+llama), Qwen2.5 (biases on the queries, keys and values, RMSNorm epsilon 1e-6, an embedding
+table longer than its tokenizer, which normalizes to NFC and names no BOS), Qwen3 (QK-norm, heads
+wider than the width over the heads) and SmolLM3 (every 4th layer without rotary positions). Each goes through the
 real commands with every guarantee: imported with transformers' logits, evaluated to
 transformers' loss, sampled to transformers' greedy text, and (a case of each family) fine-tuned
 with dropout, resumed and run on two processes to the same bytes, and exported as the class it
@@ -50,6 +51,19 @@ CASES = {
         "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
         "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": 32768,
         "max_window_layers": 1}),
+    # Heads set apart from the width as Qwen3-0.6B's (16 of 128 over 1,024), QK-norm, tied.
+    "qwen3": ("Qwen3ForCausalLM", {
+        **SHAPE, "vocab_size": 400, "max_position_embeddings": 32, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 16, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": None,
+        "max_window_layers": 2, "attention_bias": False}),
+    # Four layers, so that the last attends without rotary positions, as every 4th of SmolLM3-3B.
+    "smollm3": ("SmolLM3ForCausalLM", {
+        **SHAPE, "num_hidden_layers": 4, "vocab_size": 360, "max_position_embeddings": 32,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-6,
+        "rope_theta": 5000000.0, "no_rope_layers": [1, 1, 1, 0], "no_rope_layer_interval": 4,
+        "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": None,
+        "pad_token_id": None, "bos_token_id": None, "eos_token_id": None}),
 }  # fmt: skip
 IDS = torch.tensor([[0, 5, 17, 80, 200, 33, 2, 9, 150, 64], [3, 3, 3, 100, 7, 250, 1, 0, 4, 5]])
 FLAGS = {"--context": 9, "--checkpoint-every": 2, "--micro-batch-size": 2}
@@ -60,7 +74,7 @@ def saved(directory: Path, case: str) -> Path:
     """The transformers model of `case`, random, saved with a tokenizer as a user's directory."""
     class_name, config = CASES[case]
     directory.mkdir()
-    if case == "qwen2.5":  # NFC, Qwen2's split; no BOS, as its tokenizer_config.json says
+    if case in ("qwen2.5", "qwen3"):  # NFC, Qwen2's split; no BOS, as tokenizer_config.json says
         qwen2_file(directory / "tokenizer.json")
         framing = {"bos_token": None, "eos_token": "<|endoftext|>"}
         (directory / "tokenizer_config.json").write_text(json.dumps(framing))
@@ -130,7 +144,7 @@ def test_greedy_sampling_is_transformers_greedy_generation(case):
 
 
 # One case a family: SmolLM2 computes as Llama 3.2 does, less its rotary scaling.
-@pytest.mark.parametrize("case", ["gpt2", "llama3.2", "qwen2.5"], indirect=True)
+@pytest.mark.parametrize("case", ["gpt2", "llama3.2", "qwen2.5", "qwen3", "smollm3"], indirect=True)
 def test_a_fine_tune_resumes_and_shares_its_bytes_and_exports_as_its_family(
     case, train_args, resume_args
 ):

@@ -36,13 +36,16 @@ def saved(root: Path, kind: str) -> Path:
             activation_function="gelu", tie_word_embeddings=True,
         )  # fmt: skip
         model = transformers.GPT2LMHeadModel(config)
-    elif kind == "qwen2":
+    elif kind in ("qwen2", "qwen3", "smollm3"):
         llama3_file(directory / "tokenizer.json")
-        config = transformers.Qwen2Config(
-            vocab_size=360, max_position_embeddings=32, hidden_size=32, intermediate_size=48,
-            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        )  # fmt: skip
-        model = transformers.Qwen2ForCausalLM(config)
+        shape = {"vocab_size": 360, "max_position_embeddings": 32, "hidden_size": 32,
+                 "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "num_key_value_heads": 2}  # fmt: skip
+        model_class = {"qwen2": transformers.Qwen2ForCausalLM,
+                       "qwen3": transformers.Qwen3ForCausalLM,
+                       "smollm3": transformers.SmolLM3ForCausalLM}[kind]  # fmt: skip
+        special = {"pad_token_id": None} if kind == "smollm3" else {}
+        model = model_class(model_class.config_class(**shape, **special))
     else:
         llama3_file(directory / "tokenizer.json")
         config = transformers.LlamaConfig(
@@ -115,8 +118,8 @@ def test_a_setting_zrodlo_cannot_compute_is_refused_naming_it(tmp_path, assert_r
     edited(source, activation_function="gelu", model_type="bert")
     assert_refused(
         "model", "import", "--from", source, "--output", tmp_path / "model",
-        sentence=f"{source / 'config.json'} states model_type 'bert'; Zrodlo imports gpt2, llama "
-        "and qwen2 causal LMs only",
+        sentence=f"{source / 'config.json'} states model_type 'bert'; Zrodlo imports gpt2, llama, "
+        "qwen2, qwen3 and smollm3 causal LMs only",
     )  # fmt: skip
 
 
@@ -163,7 +166,8 @@ ROTARY = (
         ("llama", (), {"tie_word_embeddings": "yes"},
          "sets tie_word_embeddings to 'yes'; it is true or false"),
         ("gpt2", (), {"model_type": ["gpt2"]},
-         "states model_type ['gpt2']; Zrodlo imports gpt2, llama and qwen2 causal LMs only"),
+         "states model_type ['gpt2']; Zrodlo imports gpt2, llama, qwen2, qwen3 and smollm3 causal "
+         "LMs only"),
         # A width that is no number is refused as one, not multiplied into GPT-2's inner width.
         ("gpt2", (), {"n_embd": {"width": 32}},
          "states a model Zrodlo cannot build: n_embd is {'width': 32}; it must be a whole number "
@@ -174,6 +178,21 @@ ROTARY = (
         ("qwen2", (), {"layer_types": ["full_attention", "sliding_attention"]},
          "sets layer_types to ['full_attention', 'sliding_attention']; Zrodlo attends over the "
          f"whole window in every layer (full_attention) only, {EXACT}"),
+        # transformers' Qwen2 takes 32 key and value heads where config.json states none.
+        ("qwen2", ("num_key_value_heads",), {},
+         "states a model Zrodlo cannot build: num_key_value_heads 32 does not divide "
+         "num_attention_heads 4; each key and value head serves an equal share of the query "
+         "heads"),
+        ("qwen3", (), {"attention_bias": True}, "sets attention_bias to True; Zrodlo computes "
+         f"with False only, {EXACT}"),
+        ("qwen3", (), {"layer_types": ["sliding_attention", "full_attention"]},
+         "sets layer_types to ['sliding_attention', 'full_attention']; Zrodlo attends over the "
+         f"whole window in every layer (full_attention) only, {EXACT}"),
+        ("smollm3", (), {"no_rope_layers": [0, 1]},
+         "sets no_rope_layers to [0, 1]; Zrodlo leaves rotary positions out of every n-th of the "
+         f"2 layers only ([1, 1, 1, 0, ...]: every 4th), {EXACT}"),
+        ("smollm3", (), {"use_sliding_window": True}, "sets use_sliding_window to True; Zrodlo "
+         f"computes with False only, {EXACT}"),
         ("gpt2", (), {"embd_pdrop": 0.0},
          "sets embd_pdrop 0.0 and resid_pdrop 0.1 (0.1 where it sets none); Zrodlo's GPT drops "
          "both at one rate"),
@@ -190,6 +209,36 @@ def test_config_json_is_read_as_transformers_reads_it(
         "model", "import", "--from", source, "--output", tmp_path / "model",
         sentence=f"{file} {refusal}",
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "drop", "theirs"),
+    [
+        # Qwen3's heads are 128 wide where config.json states no head_dim.
+        ("qwen3", ("head_dim",), {"head_dim": 128}),
+        # SmolLM3's rotary base is 2,000,000 and its key and value heads 4 where unstated.
+        ("smollm3", ("rope_parameters", "num_key_value_heads"), {"num_key_value_heads": 4}),
+    ],
+)
+def test_a_field_left_out_takes_the_familys_own_default(tmp_path, run_zrodlo, kind, drop, theirs):
+    source = saved(tmp_path, kind)
+    edited(source, drop)
+    stated = transformers.AutoConfig.from_pretrained(source, local_files_only=True)
+    assert {field: getattr(stated, field) for field in theirs} == theirs
+    if kind == "smollm3":
+        assert stated.rope_parameters["rope_theta"] == 2_000_000.0
+    # The weights of transformers' model of the edited config.json, saved as the user's.
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(stated).save_pretrained(source)
+    edited(source, drop)  # saved again with every field: left out once more
+    returncode, _, stderr = run_zrodlo(
+        "model", "import", "--from", source, "--output", "model", cwd=tmp_path
+    )
+    assert (returncode, stderr) == (0, ""), stderr
+    loaded = read_model(tmp_path / "model")
+    with torch.no_grad():
+        ours = build_decoder(loaded.config, loaded.weights).eval()(IDS)
+    torch.testing.assert_close(ours, logits_of(source), rtol=0, atol=1e-5)
 
 
 def test_a_gpt2_head_is_what_tie_word_embeddings_says(tmp_path, run_zrodlo, assert_refused):

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zrodlo.model.dropout import Site, StepMasks, apply_dropout
-from zrodlo.model.layers import dropped
+from zrodlo.model.layers import dropped, norm
 from zrodlo.model.parts import Attention as AttentionSpec
 from zrodlo.model.parts import Rotary, RotaryScaling
 
@@ -78,7 +78,8 @@ def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class Attention(nn.Module):
-    """Causal self-attention of one block; rotary positions where `angles` are given."""
+    """Causal self-attention of one block; each head's query and key normalized where the spec
+    says (QK-norm), then turned by rotary positions where `angles` are given."""
 
     def __init__(
         self,
@@ -95,6 +96,12 @@ class Attention(nn.Module):
         self.dropout, self.attention_dropout = p, p_attention
         heads_width, kv_width = heads * self.width, spec.kv_heads * self.width
         self.qkv = nn.Linear(d_model, heads_width + 2 * kv_width, bias=spec.qkv_bias)
+        self.head_norms = spec.qk_norm is not None
+        if spec.qk_norm is not None:
+            self.q_norm, self.k_norm = (
+                norm(spec.qk_norm, self.width),
+                norm(spec.qk_norm, self.width),
+            )
         self.out = nn.Linear(heads_width, d_model, bias=spec.out_bias)
 
     def forward(
@@ -110,6 +117,8 @@ class Attention(nn.Module):
         q = q.view(B, T, self.heads, self.width).transpose(1, 2)  # (B, heads, T, D)
         k = k.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
         v = v.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
+        if self.head_norms:  # over each head's width, in float32, back in the projection's dtype
+            q, k = self.q_norm(q).to(v.dtype), self.k_norm(k).to(v.dtype)
         if angles is not None:
             q, k = rotated(q, *angles), rotated(k, *angles)
         if cache is not None:

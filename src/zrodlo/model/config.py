@@ -76,7 +76,7 @@ class ModelConfig:
         given = {key: value for key, value in values.items() if key not in COMMON}
         for key, value in given.items():
             if key not in own and value is not None and value is not False:
-                others = " or ".join(families_with(key))
+                others = listed(families_with(key))
                 raise Refusal(
                     f"{name(key)} is for {name('architecture')} {others}; a {architecture} model "
                     "has none"

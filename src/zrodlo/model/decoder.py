@@ -81,8 +81,9 @@ class Decoder(nn.Module):
             width = self.config.head_width
             cos, sin = rotary_angles(parts.attention.rotary, width, start + T, tokens.device)
             angles = (cos[start:], sin[start:])  # (T, head_width) each
-        for block in self.blocks:
-            x = block(x, angles, masks, cache)
+        unrotated = parts.attention.unrotated_layers
+        for layer, block in enumerate(self.blocks):
+            x = block(x, None if layer in unrotated else angles, masks, cache)
         if cache is not None:
             cache.length += T
         head = self.token_embedding.weight if parts.tied_head else self.lm_head.weight

@@ -50,13 +50,17 @@ class Attention:
     """Causal self-attention: query heads of `head_width` (d_model over the heads, unless the
     family sets it apart), `kv_heads` key and value heads shared by the query heads, biases on
     the fused query, key and value projection and on the output's, and rotary positions, or
-    none."""
+    none. `qk_norm` normalizes each head's query and key over its width before rotary positions
+    turn them (QK-norm: a scale of head_width for each), and `unrotated_layers` are the layers
+    whose attention takes no rotary positions (SmolLM3's), where the others do."""
 
     kv_heads: int
     head_width: int
     qkv_bias: bool
     out_bias: bool
     rotary: Rotary | None
+    qk_norm: Norm | None = None
+    unrotated_layers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     return {
         **_norm("attention_norm", parts.norm, d),
         **_linear("attention.qkv", projected, d, parts.attention.qkv_bias),
+        **_head_norms(parts.attention.qk_norm, config.head_width),
         **_linear("attention.out", d, heads_width, parts.attention.out_bias),
         **_norm("mlp_norm", parts.norm, d),
         **_linear(up, up_rows, d, parts.feed_forward.bias),
@@ -163,6 +168,12 @@ def step_activation_bytes(config: ModelConfig, windows: int, context: int, preci
 def _norm(name: str, norm: Norm, width: int) -> dict[str, tuple[int, ...]]:
     scale = {f"{name}.weight": (width,)}
     return scale | {f"{name}.bias": (width,)} if norm.kind == "layer" else scale
+
+
+def _head_norms(spec: Norm | None, width: int) -> dict[str, tuple[int, ...]]:
+    if spec is None:
+        return {}
+    return _norm("attention.q_norm", spec, width) | _norm("attention.k_norm", spec, width)
 
 
 def _linear(name: str, rows: int, columns: int, bias: bool) -> dict[str, tuple[int, ...]]:

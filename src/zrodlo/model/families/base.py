@@ -119,6 +119,19 @@ def fixed(stated: dict, wanted: dict[str, tuple[Any, Any]], file: Path) -> None:
             )
 
 
+def whole_window(stated: dict, file: Path) -> None:
+    """Refuse layer_types that name a layer other than full_attention (a sliding window): Zrodlo
+    attends over the whole window in every layer."""
+    layer_types = stated.get("layer_types")
+    if layer_types is not None and (
+        not isinstance(layer_types, list) or set(layer_types) != {"full_attention"}
+    ):
+        raise Refusal(
+            f"{file} sets layer_types to {layer_types!r}; Zrodlo attends over the whole window in "
+            "every layer (full_attention) only, so the model cannot be imported exactly"
+        )
+
+
 def tied(stated: dict, file: Path, default: bool) -> bool:
     """Whether transformers ties the model's head to its token embedding: tie_word_embeddings,
     `default` where config.json leaves it out."""

@@ -39,6 +39,8 @@ _BLOCK_NAMES = {
     "attention.out.weight": "self_attn.o_proj.weight",
     "mlp_norm.weight": "post_attention_layernorm.weight",
     "mlp.down.weight": "mlp.down_proj.weight",
+    "attention.q_norm.weight": "self_attn.q_norm.weight",
+    "attention.k_norm.weight": "self_attn.k_norm.weight",
 }
 _MODEL_NAMES = {
     "token_embedding.weight": "model.embed_tokens.weight",
@@ -98,12 +100,15 @@ class Llama(Family):
         "rope_high_frequency_factor": "high_freq_factor",
         "rope_original_positions": "original_max_position_embeddings",
     }  # fmt: skip
-    # What a family built as llama sets apart: biases on the queries, keys and values, and
-    # transformers' defaults of what its config.json may leave out.
+    # What a family built as llama sets apart: biases on the queries, keys and values, QK-norm,
+    # and transformers' defaults of what its config.json may leave out (its configuration class's
+    # own: those `fixed_settings` holds apart, the others taken as if config.json stated them).
     qkv_bias: ClassVar[bool] = False
+    qk_norm: ClassVar[bool] = False
     fixed_settings: ClassVar[dict[str, tuple[Any, Any]]] = _FIXED
-    transformers_norm_eps: ClassVar[float] = 1e-6
-    transformers_tied: ClassVar[bool] = False
+    transformers_defaults: ClassVar[dict[str, Any]] = {
+        "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
+    }  # fmt: skip
     written_settings: ClassVar[dict[str, Any]] = {"attention_bias": False, "mlp_bias": False}
 
     def settings(self, shape: dict[str, Any], given: dict[str, Any]) -> LlamaSettings:
@@ -139,16 +144,23 @@ class Llama(Family):
             raise Refusal(f"{name('norm_eps')} is {eps}; it must lie above 0 and below 1")
         check_rotary(config, name)
 
+    def unrotated_layers(self, config: ModelConfig) -> tuple[int, ...]:
+        """The layers whose attention takes no rotary positions: none in llama."""
+        return ()
+
     def parts(self, config: ModelConfig) -> Parts:
         settings = config.settings
+        rms = Norm("rms", RMS_EPS if settings.norm_eps is None else settings.norm_eps)
         return Parts(
-            norm=Norm("rms", RMS_EPS if settings.norm_eps is None else settings.norm_eps),
+            norm=rms,
             attention=Attention(
                 kv_heads=settings.kv_heads,
                 head_width=config.head_width,
                 qkv_bias=self.qkv_bias,
                 out_bias=False,
                 rotary=rotary_of(settings),
+                qk_norm=rms if self.qk_norm else None,
+                unrotated_layers=self.unrotated_layers(config),
             ),
             feed_forward=FeedForward(gated=True, activation="silu", bias=False),
             learned_positions=False,
@@ -182,18 +194,19 @@ class Llama(Family):
 
     def from_transformers(self, stated: dict[str, Any], file: Path) -> dict[str, Any]:
         fixed(stated, self.fixed_settings, file)
+        stated = {**self.transformers_defaults, **stated}
         heads, d_model = stated["num_attention_heads"], stated["hidden_size"]
-        head_dim = stated.get("head_dim")  # transformers' default: hidden_size over the heads
+        head_dim = stated.get("head_dim")  # where no default states it: hidden_size over heads
         if is_whole(heads) and is_whole(d_model) and heads > 0 and head_dim == d_model // heads:
             head_dim = None  # not set apart: config.json says what it would be anyway
-        eps = stated.get("rms_norm_eps", self.transformers_norm_eps)
+        eps = stated["rms_norm_eps"]
         return {
             "vocab_size": stated["vocab_size"], "positions": stated["max_position_embeddings"],
             "d_model": d_model, "layers": stated["num_hidden_layers"], "heads": heads,
             "d_ff": stated["intermediate_size"], "dropout": 0.0,
             "attention_dropout": stated.get("attention_dropout", 0.0), "architecture": self.name,
             "kv_heads": stated.get("num_key_value_heads", heads),
-            "tie_embeddings": tied(stated, file, self.transformers_tied),
+            "tie_embeddings": tied(stated, file, False),
             "norm_eps": None if eps == RMS_EPS else eps, "head_dim": head_dim,
             **rotary_from_transformers(stated, file),
         }  # fmt: skip

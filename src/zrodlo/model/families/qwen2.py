@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from zrodlo.model.families.base import fixed
+from zrodlo.model.families.base import fixed, whole_window
 from zrodlo.model.families.llama import Llama
-from zrodlo.storage.refusal import Refusal
 
 # Settings that must have the value Zrodlo computes with: transformers' default, and Zrodlo's.
 _FIXED = {
@@ -32,19 +31,12 @@ class Qwen2(Llama):
     transformers_class = "Qwen2ForCausalLM"
     qkv_bias = True
     fixed_settings: ClassVar[dict[str, tuple[Any, Any]]] = _FIXED
-    transformers_norm_eps = 1e-6
-    transformers_tied = False
+    transformers_defaults: ClassVar[dict[str, Any]] = {
+        "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "num_key_value_heads": 32,
+    }  # fmt: skip
     written_settings: ClassVar[dict[str, Any]] = {"use_sliding_window": False}
 
     def from_transformers(self, stated: dict[str, Any], file: Path) -> dict[str, Any]:
         fixed(stated, self.fixed_settings, file)
-        layer_types = stated.get("layer_types")
-        if layer_types is not None and (
-            not isinstance(layer_types, list) or set(layer_types) != {"full_attention"}
-        ):
-            raise Refusal(
-                f"{file} sets layer_types to {layer_types!r}; Zrodlo attends over the whole "
-                "window in every layer (full_attention) only, so the model cannot be imported "
-                "exactly"
-            )
+        whole_window(stated, file)
         return super().from_transformers(stated, file)
