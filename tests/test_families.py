@@ -67,6 +67,10 @@ VARIANTS = {name: {"architecture": name} for name in FAMILIES} | {
     },
     "qwen3-apart": {"architecture": "qwen3", "head_dim": 6, "kv_heads": 2, "tie_embeddings": True},
     "smollm3-every-2nd": {"architecture": "smollm3", "no_rope_interval": 2, "kv_heads": 2},
+    # A window shorter than the context, a global layer, a cap, an untied head, a scalar apart.
+    "gemma3-windowed": {"architecture": "gemma3", "kv_heads": 2, "sliding_window": 3,
+                        "global_every": 2, "logit_cap": 30.0, "tie_embeddings": False,
+                        "query_scalar": 6},
 }  # fmt: skip
 
 

@@ -3,7 +3,8 @@ configuration (shrunk to a few thousand weights, random): GPT-2 (its tanh GELU, 
 Llama 3.2 (Llama 3's rotary scaling, a tied head, heads set apart from the width), SmolLM2 (a tied
 llama), Qwen2.5 (biases on the queries, keys and values, RMSNorm epsilon 1e-6, an embedding
 table longer than its tokenizer, which normalizes to NFC and names no BOS), Qwen3 (QK-norm, heads
-wider than the width over the heads) and SmolLM3 (every 4th layer without rotary positions). Each goes through the
+wider than the width over the heads), SmolLM3 (every 4th layer without rotary positions) and Gemma 3
+(its (1 + w) norms around each branch, GeGLU, local layers within a window the texts pass). Each goes through the
 real commands with every guarantee: imported with transformers' logits, evaluated to
 transformers' loss, sampled to transformers' greedy text, and (a case of each family) fine-tuned
 with dropout, resumed and run on two processes to the same bytes, and exported as the class it
@@ -64,6 +65,19 @@ CASES = {
         "rope_theta": 5000000.0, "no_rope_layers": [1, 1, 1, 0], "no_rope_layer_interval": 4,
         "tie_word_embeddings": True, "use_sliding_window": False, "sliding_window": None,
         "pad_token_id": None, "bos_token_id": None, "eos_token_id": None}),
+    # Gemma-3-270m's layout: one key and value head, heads wider than the width over the heads,
+    # every 3rd layer global (every 6th of 18 released), the others within a window shrunk from
+    # 512 to 4 keys, which the texts and the greedy continuation pass; rotary bases by layer type.
+    "gemma3": ("Gemma3ForCausalLM", {
+        **SHAPE, "num_hidden_layers": 3, "vocab_size": 360, "max_position_embeddings": 32,
+        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16,
+        "query_pre_attn_scalar": 16, "rms_norm_eps": 1e-6, "sliding_window": 4,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": None,
+        "attn_logit_softcapping": None, "use_bidirectional_attention": False,
+        "tie_word_embeddings": True, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1}),
 }  # fmt: skip
 IDS = torch.tensor([[0, 5, 17, 80, 200, 33, 2, 9, 150, 64], [3, 3, 3, 100, 7, 250, 1, 0, 4, 5]])
 FLAGS = {"--context": 9, "--checkpoint-every": 2, "--micro-batch-size": 2}
@@ -144,7 +158,9 @@ def test_greedy_sampling_is_transformers_greedy_generation(case):
 
 
 # One case a family: SmolLM2 computes as Llama 3.2 does, less its rotary scaling.
-@pytest.mark.parametrize("case", ["gpt2", "llama3.2", "qwen2.5", "qwen3", "smollm3"], indirect=True)
+@pytest.mark.parametrize(
+    "case", ["gpt2", "llama3.2", "qwen2.5", "qwen3", "smollm3", "gemma3"], indirect=True
+)
 def test_a_fine_tune_resumes_and_shares_its_bytes_and_exports_as_its_family(
     case, train_args, resume_args
 ):

@@ -206,9 +206,11 @@ def test_every_option_of_model_init_has_help(run_zrodlo, option_descriptions, tm
     assert returncode == 0
     options = option_descriptions(stdout)
     expected = {"--tokenizer", "--output", "--preset", *(f"--{flag}" for flag in SHAPE)}
-    # The families' settings: gpt's, then llama's (which qwen2 and qwen3 share), then smollm3's.
+    # The families' settings: gpt's, then llama's (which qwen2 and qwen3 share), then smollm3's
+    # and gemma3's.
     families = {"--architecture", "--activation", "--tie-embeddings", "--kv-heads", "--rope-theta",
-                "--norm-eps", "--head-dim", "--no-rope-interval"}  # fmt: skip
+                "--norm-eps", "--head-dim", "--no-rope-interval", "--local-rope-theta",
+                "--sliding-window", "--global-every", "--query-scalar", "--logit-cap"}  # fmt: skip
     assert set(options) == expected | families | {
         "--dropout",
         "--attention-dropout",

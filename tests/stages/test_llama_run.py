@@ -96,8 +96,8 @@ def test_a_llama_setting_on_a_gpt_model_is_refused(training_data, assert_refused
     assert_refused(
         "model", "init", "--tokenizer", training_data.tokenizer, "--output", "model",
         *TINY_MODEL, "--dropout", "0", "--kv-heads", "1", "--seed", "1",
-        sentence="--kv-heads is for --architecture llama, qwen2, qwen3 or smollm3; a gpt model "
-        "has none",
+        sentence="--kv-heads is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt "
+        "model has none",
     )  # fmt: skip
 
 

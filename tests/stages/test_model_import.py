@@ -36,6 +36,14 @@ def saved(root: Path, kind: str) -> Path:
             activation_function="gelu", tie_word_embeddings=True,
         )  # fmt: skip
         model = transformers.GPT2LMHeadModel(config)
+    elif kind == "gemma3":
+        llama3_file(directory / "tokenizer.json")
+        config = transformers.Gemma3TextConfig(
+            vocab_size=360, max_position_embeddings=32, hidden_size=32, intermediate_size=48,
+            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+            sliding_window=4, layer_types=["sliding_attention", "full_attention"],
+        )  # fmt: skip
+        model = transformers.Gemma3ForCausalLM(config)
     elif kind in ("qwen2", "qwen3", "smollm3"):
         llama3_file(directory / "tokenizer.json")
         shape = {"vocab_size": 360, "max_position_embeddings": 32, "hidden_size": 32,
@@ -119,7 +127,7 @@ def test_a_setting_zrodlo_cannot_compute_is_refused_naming_it(tmp_path, assert_r
     assert_refused(
         "model", "import", "--from", source, "--output", tmp_path / "model",
         sentence=f"{source / 'config.json'} states model_type 'bert'; Zrodlo imports gpt2, llama, "
-        "qwen2, qwen3 and smollm3 causal LMs only",
+        "qwen2, qwen3, smollm3 and gemma3_text causal LMs only",
     )  # fmt: skip
 
 
@@ -166,8 +174,8 @@ ROTARY = (
         ("llama", (), {"tie_word_embeddings": "yes"},
          "sets tie_word_embeddings to 'yes'; it is true or false"),
         ("gpt2", (), {"model_type": ["gpt2"]},
-         "states model_type ['gpt2']; Zrodlo imports gpt2, llama, qwen2, qwen3 and smollm3 causal "
-         "LMs only"),
+         "states model_type ['gpt2']; Zrodlo imports gpt2, llama, qwen2, qwen3, smollm3 and "
+         "gemma3_text causal LMs only"),
         # A width that is no number is refused as one, not multiplied into GPT-2's inner width.
         ("gpt2", (), {"n_embd": {"width": 32}},
          "states a model Zrodlo cannot build: n_embd is {'width': 32}; it must be a whole number "
@@ -193,6 +201,28 @@ ROTARY = (
          f"2 layers only ([1, 1, 1, 0, ...]: every 4th), {EXACT}"),
         ("smollm3", (), {"use_sliding_window": True}, "sets use_sliding_window to True; Zrodlo "
          f"computes with False only, {EXACT}"),
+        # Gemma 3's settings that Zrodlo does not compute.
+        ("gemma3", (), {"use_bidirectional_attention": True}, "sets use_bidirectional_attention "
+         f"to True; Zrodlo computes with False only, {EXACT}"),
+        ("gemma3", (), {"attn_logit_softcapping": 50.0}, "sets attn_logit_softcapping to 50.0; "
+         f"Zrodlo computes with None only, {EXACT}"),
+        ("gemma3", (), {"rope_scaling": {"rope_type": "linear", "factor": 8.0}},
+         "sets rope_scaling to {'rope_type': 'linear', 'factor': 8.0}; Zrodlo computes a gemma3 "
+         f"model's rotary positions unscaled only, {EXACT}"),
+        ("gemma3", (), {"rope_parameters": {"full_attention": {"rope_type": "linear", "factor":
+                                                                8.0, "rope_theta": 1e6}}},
+         "sets rope_parameters to {'full_attention': {'rope_type': 'linear', 'factor': 8.0, "
+         "'rope_theta': 1000000.0}}; Zrodlo computes a gemma3 model's rotary positions unscaled "
+         "(rope_type default), a base for full_attention and one for sliding_attention, "
+         f"{EXACT}"),
+        ("gemma3", (), {"layer_types": ["full_attention", "sliding_attention"]},
+         "sets layer_types to ['full_attention', 'sliding_attention']; Zrodlo makes every n-th "
+         "of the 2 layers full_attention and the others sliding_attention only, "
+         f"{EXACT}"),
+        ("gemma3", (), {"hidden_activation": "gelu"}, "sets hidden_activation to 'gelu'; Zrodlo "
+         f"computes with 'gelu_pytorch_tanh' only, {EXACT}"),
+        ("gemma3", (), {"sliding_window": 0}, "states a model Zrodlo cannot build: "
+         "sliding_window is 0; it must be a whole number of one or more"),
         ("gpt2", (), {"embd_pdrop": 0.0},
          "sets embd_pdrop 0.0 and resid_pdrop 0.1 (0.1 where it sets none); Zrodlo's GPT drops "
          "both at one rate"),

@@ -56,8 +56,8 @@ def test_another_familys_keys_are_left_unread_and_refused_when_typed(
     assert "architecture" not in stated and "kv_heads" not in stated and stated["layers"] == 3
     assert_refused(
         *init, "--output", tmp_path / "typed", "--kv-heads", "2",
-        sentence="--kv-heads is for --architecture llama, qwen2, qwen3 or smollm3; a gpt model "
-        "has none",
+        sentence="--kv-heads is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt "
+        "model has none",
     )  # fmt: skip
 
 

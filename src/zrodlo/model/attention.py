@@ -30,13 +30,16 @@ class KVCache:
         self.length = 0  # positions read, advanced once a forward pass is through every block
 
     def extend(
-        self, layer: int, k: torch.Tensor, v: torch.Tensor
+        self, layer: int, k: torch.Tensor, v: torch.Tensor, window: int | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append a block's new keys and values (B, KV, T, D); return all it holds."""
+        """Append a block's new keys and values (B, KV, T, D); return the ones held before and
+        these. Where the layer attends within a `window`, only the last window - 1 are kept: all
+        that the next position's query sees beside its own key."""
         if layer in self.keys:
             k = torch.cat((self.keys[layer], k), dim=2)
             v = torch.cat((self.values[layer], v), dim=2)
-        self.keys[layer], self.values[layer] = k, v
+        first = 0 if window is None else max(0, k.size(2) - (window - 1))
+        self.keys[layer], self.values[layer] = k[:, :, first:], v[:, :, first:]
         return k, v
 
 
@@ -92,7 +95,8 @@ class Attention(nn.Module):
     ) -> None:
         super().__init__()
         self.layer, self.heads, self.kv_heads = layer, heads, spec.kv_heads
-        self.width = spec.head_width
+        self.width, self.window = spec.head_width, spec.layers[layer].window
+        self.scale = spec.scale
         self.dropout, self.attention_dropout = p, p_attention
         heads_width, kv_width = heads * self.width, spec.kv_heads * self.width
         self.qkv = nn.Linear(d_model, heads_width + 2 * kv_width, bias=spec.qkv_bias)
@@ -121,36 +125,65 @@ class Attention(nn.Module):
             q, k = self.q_norm(q).to(v.dtype), self.k_norm(k).to(v.dtype)
         if angles is not None:
             q, k = rotated(q, *angles), rotated(k, *angles)
-        if cache is not None:
-            k, v = cache.extend(self.layer, k, v)  # (B, kv_heads, S, D) each, turned as read
-        y = attend(q, k, v, masks, self.layer, self.attention_dropout)  # (B, heads, T, D)
+        if cache is not None:  # (B, kv_heads, S, D) each, turned as read
+            k, v = cache.extend(self.layer, k, v, self.window)
+        y = attend(q, k, v, masks, self.layer, self.attention_dropout, self.scale, self.window)
         y = self.out(y.transpose(1, 2).reshape(B, T, heads_width))  # (B, T, d_model)
         return dropped(y, masks, self.layer, Site.ATTENTION_OUTPUT, self.dropout)
 
 
 def attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, masks: StepMasks | None, layer: int, p: float
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    masks: StepMasks | None,
+    layer: int,
+    p: float,
+    scale: float | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Causal attention of q (B, H, T, D) over k and v (B, KV, S, D), KV dividing H (query head h
-    reads key and value head h // (H / KV)): (B, H, T, D). S is T, or with a cache the positions
-    before a single query (T 1), which sees them all. The fused kernel, unless dropout masks the
-    probabilities."""
+    reads key and value head h // (H / KV)), the scores scaled by `scale` (1/sqrt(D) where None):
+    (B, H, T, D). Within a `window`, a query sees its own key and the window - 1 before it. S is
+    T, or with a cache the keys a single query (T 1) sees, all of them (the cache keeps a
+    window's). The fused kernel, unless dropout masks the probabilities."""
     grouped = q.size(1) != k.size(1)
     causal = q.size(2) == k.size(2)
     if not causal and q.size(2) != 1:
         raise ValueError("a cache that holds positions is extended one token at a time")
+    T = q.size(2)
+    hidden = _hidden(T, window, q.device) if causal else None  # (T, T) True: not seen
     if masks is None or p == 0:
-        if grouped:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        if hidden is None:
+            return F.scaled_dot_product_attention(
+                q, k, v, is_causal=causal, scale=scale, enable_gqa=grouped
+            )
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=~hidden, scale=scale, enable_gqa=grouped
+        )
     if grouped:
         share = q.size(1) // k.size(1)
         k, v = k.repeat_interleave(share, dim=1), v.repeat_interleave(share, dim=1)  # (B, H, T, D)
     B, H, T, D = q.shape
-    scores = (q @ k.transpose(-2, -1)).float() / math.sqrt(D)  # (B, H, T, T) float32
-    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # (T, T)
+    scores = (q @ k.transpose(-2, -1)).float()  # (B, H, T, T) float32
+    scores = scores / math.sqrt(D) if scale is None else scores * scale
+    future = hidden if hidden is not None else _future(T, q.device)  # (T, T)
     probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # float32
     probs = apply_dropout(
         probs, masks.keep(layer, Site.ATTENTION_PROBS, (B, H, T, T), p, q.device), p
     )
     return probs.to(v.dtype) @ v  # (B, H, T, D)
+
+
+def _hidden(length: int, window: int | None, device: torch.device) -> torch.Tensor | None:
+    """(T, T) bool for T `length`, True where query i does not see key j: a later key, or one
+    `window` or more before it; None where no window hides more than causality does."""
+    if window is None or window >= length:
+        return None
+    earlier = torch.ones(length, length, dtype=torch.bool, device=device).tril(-window)
+    return _future(length, device) | earlier
+
+
+def _future(length: int, device: torch.device) -> torch.Tensor:
+    """(T, T) bool for T `length`, True where key j comes after query i."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).triu(1)

@@ -20,11 +20,13 @@ from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import Model
 from zrodlo.model.dropout import Site, StepMasks
 from zrodlo.model.layers import dropped, feed_forward, norm
+from zrodlo.model.parts import Rotary
 from zrodlo.model.weights import check_weights
 
 
 class Block(nn.Module):
-    """One pre-norm block: x + attention(norm(x)), then + feed_forward(norm(x))."""
+    """One pre-norm block: x + attention(norm(x)), then + feed_forward(norm(x)); with sandwich
+    norms each branch's output is normed again before it is added."""
 
     def __init__(self, config: ModelConfig, layer: int) -> None:
         super().__init__()
@@ -33,14 +35,21 @@ class Block(nn.Module):
         self.attention = Attention(
             parts.attention, d, config.heads, layer, config.dropout, config.attention_dropout
         )
+        self.sandwich = parts.sandwich_norms
+        if self.sandwich:
+            self.attention_post_norm = norm(parts.norm, d)
         self.mlp_norm = norm(parts.norm, d)
         self.mlp = feed_forward(parts.feed_forward, d, config.d_ff, layer, config.dropout)
+        if self.sandwich:
+            self.mlp_post_norm = norm(parts.norm, d)
 
     def forward(
         self, x: torch.Tensor, angles: Angles | None, masks: StepMasks | None, cache: KVCache | None
     ) -> torch.Tensor:
-        x = x + self.attention(self.attention_norm(x), angles, masks, cache)  # (B, T, d_model)
-        return x + self.mlp(self.mlp_norm(x), masks)
+        y = self.attention(self.attention_norm(x), angles, masks, cache)  # (B, T, d_model)
+        x = x + (self.attention_post_norm(y) if self.sandwich else y)
+        y = self.mlp(self.mlp_norm(x), masks)  # (B, T, d_model)
+        return x + (self.mlp_post_norm(y) if self.sandwich else y)
 
 
 class Decoder(nn.Module):
@@ -72,22 +81,25 @@ class Decoder(nn.Module):
         masks = masks if self.training else None
         parts = self.config.parts
         x = self.token_embedding(tokens)  # (B, T, d_model)
+        if parts.embedding_scale is not None:  # a float32 scale in the weights' dtype, as Gemma's
+            x = x * torch.tensor(parts.embedding_scale, dtype=torch.float32).to(x.dtype)
         if parts.learned_positions:
             positions = torch.arange(start, start + T, device=tokens.device)  # (T,)
             x = x + self.position_embedding(positions)
         x = dropped(x, masks, 0, Site.EMBEDDING, self.config.dropout)
-        angles = None
-        if parts.attention.rotary is not None:
-            width = self.config.head_width
-            cos, sin = rotary_angles(parts.attention.rotary, width, start + T, tokens.device)
-            angles = (cos[start:], sin[start:])  # (T, head_width) each
-        unrotated = parts.attention.unrotated_layers
-        for layer, block in enumerate(self.blocks):
-            x = block(x, None if layer in unrotated else angles, masks, cache)
+        angles: dict[Rotary, Angles] = {}  # each rotary the layers take, computed once
+        for rotary in {spec.rotary for spec in parts.attention.layers} - {None}:
+            cos, sin = rotary_angles(rotary, self.config.head_width, start + T, tokens.device)
+            angles[rotary] = (cos[start:], sin[start:])  # (T, head_width) each
+        for spec, block in zip(parts.attention.layers, self.blocks, strict=True):
+            x = block(x, angles.get(spec.rotary), masks, cache)
         if cache is not None:
             cache.length += T
         head = self.token_embedding.weight if parts.tied_head else self.lm_head.weight
-        return F.linear(self.final_norm(x), head).float()  # (B, T, vocab_size)
+        logits = F.linear(self.final_norm(x), head).float()  # (B, T, vocab_size)
+        if parts.logit_cap is not None:
+            logits = torch.tanh(logits / parts.logit_cap) * parts.logit_cap
+        return logits
 
     def check_length(self, tokens: torch.Tensor, cache: KVCache | None) -> int:
         """Refuse more tokens (B, T), after those the cache holds, than the model's positions;

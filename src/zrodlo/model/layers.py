@@ -23,8 +23,15 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     )
 
 
+def gelu_pytorch_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU by torch's own tanh approximation, as Gemma's "gelu_pytorch_tanh" computes it."""
+    return F.gelu(x, approximate="tanh")
+
+
 # By the names transformers' config.json gives them.
-ACTIVATIONS = {"gelu": F.gelu, "gelu_new": gelu_tanh, "silu": F.silu}
+ACTIVATIONS = {
+    "gelu": F.gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_pytorch_tanh, "silu": F.silu,
+}  # fmt: skip
 
 
 class LayerNorm(nn.Module):
@@ -54,9 +61,22 @@ class RMSNorm(nn.Module):
         return F.rms_norm(x.float(), weight.shape, weight, self.eps)  # float32
 
 
+class PlusOneRMSNorm(RMSNorm):
+    """RMSNorm scaled by (1 + w), w held centred on zero, computed as Gemma computes it: the
+    normed input times (1 + w), in float32."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.float()
+        normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return normed * (1.0 + self.weight.float())  # float32
+
+
+_NORMS = {"layer": LayerNorm, "rms": RMSNorm, "rms_plus_one": PlusOneRMSNorm}
+
+
 def norm(spec: Norm, width: int) -> nn.Module:
     """The norm `spec` states, over `width` features."""
-    return (LayerNorm if spec.kind == "layer" else RMSNorm)(width, spec.eps)
+    return _NORMS[spec.kind](width, spec.eps)
 
 
 class MLP(nn.Module):

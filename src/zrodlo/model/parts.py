@@ -18,10 +18,16 @@ if TYPE_CHECKING:  # the configuration states its parts: only its fields are rea
 
 @dataclass(frozen=True)
 class Norm:
-    """ "layer": LayerNorm, a scale and a bias; "rms": RMSNorm, a scale alone."""
+    """ "layer": LayerNorm, a scale and a bias; "rms": RMSNorm, a scale alone; "rms_plus_one":
+    RMSNorm scaled by (1 + w), its weight w held centred on zero (Gemma's)."""
 
     kind: str
     eps: float
+
+    @property
+    def unit(self) -> float:
+        """The weight that scales by one: what a fresh norm holds."""
+        return 0.0 if self.kind == "rms_plus_one" else 1.0
 
 
 @dataclass(frozen=True)
@@ -46,21 +52,31 @@ class Rotary:
 
 
 @dataclass(frozen=True)
+class LayerAttention:
+    """What one layer's attention sets apart: its rotary positions (None: none, as GPT-2's or
+    SmolLM3's every 4th layer), and its window, the keys a query sees: itself and the `window` - 1
+    before it (Gemma's local layers), or every key before it where None."""
+
+    rotary: Rotary | None
+    window: int | None = None
+
+
+@dataclass(frozen=True)
 class Attention:
     """Causal self-attention: query heads of `head_width` (d_model over the heads, unless the
     family sets it apart), `kv_heads` key and value heads shared by the query heads, biases on
-    the fused query, key and value projection and on the output's, and rotary positions, or
-    none. `qk_norm` normalizes each head's query and key over its width before rotary positions
-    turn them (QK-norm: a scale of head_width for each), and `unrotated_layers` are the layers
-    whose attention takes no rotary positions (SmolLM3's), where the others do."""
+    the fused query, key and value projection and on the output's, and each layer's rotary
+    positions and window (`layers`, one a layer). `qk_norm` normalizes each head's query and key
+    over its width before rotary positions turn them (QK-norm: a scale of head_width for each);
+    the scores are scaled by `scale`, 1/sqrt(head_width) where None."""
 
     kv_heads: int
     head_width: int
     qkv_bias: bool
     out_bias: bool
-    rotary: Rotary | None
+    layers: tuple[LayerAttention, ...]
     qk_norm: Norm | None = None
-    unrotated_layers: tuple[int, ...] = ()
+    scale: float | None = None
 
 
 @dataclass(frozen=True)
@@ -76,15 +92,21 @@ class FeedForward:
 
 @dataclass(frozen=True)
 class Parts:
-    """A decoder: token embeddings, a table of positions added to them where `learned_positions`,
-    pre-norm blocks of attention and feed-forward, a final norm and an LM head, its own or the
-    token embedding's (`tied_head`)."""
+    """A decoder: token embeddings (multiplied by `embedding_scale` where it is set, Gemma's square
+    root of the width), a table of positions added to them where `learned_positions`, pre-norm
+    blocks of attention and feed-forward (each branch's output normed again before it joins the
+    residual stream where `sandwich_norms`), a final norm and an LM head, its own or the token
+    embedding's (`tied_head`), whose logits are capped by `logit_cap` * tanh(logits / logit_cap)
+    where it is set."""
 
     norm: Norm
     attention: Attention
     feed_forward: FeedForward
     learned_positions: bool
     tied_head: bool
+    sandwich_norms: bool = False
+    embedding_scale: float | None = None
+    logit_cap: float | None = None
 
 
 def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -94,14 +116,17 @@ def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     projected = heads_width + 2 * parts.attention.kv_heads * config.head_width  # q, k and v
     up_rows = 2 * ff if parts.feed_forward.gated else ff
     up = "mlp.gate_up" if parts.feed_forward.gated else "mlp.up"
+    sandwich = parts.sandwich_norms
     return {
         **_norm("attention_norm", parts.norm, d),
         **_linear("attention.qkv", projected, d, parts.attention.qkv_bias),
         **_head_norms(parts.attention.qk_norm, config.head_width),
         **_linear("attention.out", d, heads_width, parts.attention.out_bias),
+        **(_norm("attention_post_norm", parts.norm, d) if sandwich else {}),
         **_norm("mlp_norm", parts.norm, d),
         **_linear(up, up_rows, d, parts.feed_forward.bias),
         **_linear("mlp.down", d, ff, parts.feed_forward.bias),
+        **(_norm("mlp_post_norm", parts.norm, d) if sandwich else {}),
     }
 
 

@@ -37,7 +37,7 @@ def initial_weights(config: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
     for index, (name, shape) in enumerate(sorted(parameter_shapes(config).items())):
         std = _initial_std(name, config)
         if std is None:
-            fill = 1.0 if name.endswith("norm.weight") else 0.0
+            fill = config.parts.norm.unit if name.endswith("norm.weight") else 0.0
             weights[name] = torch.full(shape, fill, dtype=torch.float32)
             continue
         draws = normal(Stream(seed, Purpose.INIT, a=index), 0, math.prod(shape))

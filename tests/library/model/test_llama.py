@@ -47,8 +47,8 @@ def test_config_json_states_llama_and_a_gpt_config_is_what_releases_wrote():
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"architecture": "mamba"}, "architecture is 'mamba'; it is gpt, llama, qwen2, qwen3 or smollm3"),
-        ({"architecture": ["llama"]}, "architecture is ['llama']; it is gpt, llama, qwen2, qwen3 or smollm3"),
+        ({"architecture": "mamba"}, "architecture is 'mamba'; it is gpt, llama, qwen2, qwen3, smollm3 or gemma3"),
+        ({"architecture": ["llama"]}, "architecture is ['llama']; it is gpt, llama, qwen2, qwen3, smollm3 or gemma3"),
         ({"kv_heads": 3}, "kv_heads 3 does not divide heads 4; each key and value head serves an "
          "equal share of the query heads"),
         ({"rope_theta": 0}, "rope_theta is 0.0; it must be a positive finite number"),

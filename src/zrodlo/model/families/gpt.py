@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from zrodlo.model.declared import option
 from zrodlo.model.families.base import Family, fixed, is_whole, tied
-from zrodlo.model.parts import Attention, FeedForward, Norm, Parts
+from zrodlo.model.parts import Attention, FeedForward, LayerAttention, Norm, Parts
 from zrodlo.storage.refusal import Refusal
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class GPT(Family):
                 head_width=config.head_width,
                 qkv_bias=True,
                 out_bias=True,
-                rotary=None,
+                layers=(LayerAttention(rotary=None),) * config.layers,
             ),
             feed_forward=FeedForward(gated=False, activation=config.settings.activation, bias=True),
             learned_positions=True,

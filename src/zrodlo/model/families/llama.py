@@ -25,7 +25,7 @@ from zrodlo.model.families.rotary import (
     rotary_of,
     rotary_to_transformers,
 )
-from zrodlo.model.parts import Attention, FeedForward, Norm, Parts
+from zrodlo.model.parts import Attention, FeedForward, LayerAttention, Norm, Parts
 from zrodlo.storage.refusal import Refusal
 
 if TYPE_CHECKING:
@@ -144,9 +144,10 @@ class Llama(Family):
             raise Refusal(f"{name('norm_eps')} is {eps}; it must lie above 0 and below 1")
         check_rotary(config, name)
 
-    def unrotated_layers(self, config: ModelConfig) -> tuple[int, ...]:
-        """The layers whose attention takes no rotary positions: none in llama."""
-        return ()
+    def layer_attention(self, config: ModelConfig, layer: int) -> LayerAttention:
+        """What the attention of `layer` sets apart: in llama, every layer's rotary positions are
+        the settings' and no window bounds what a query sees."""
+        return LayerAttention(rotary_of(config.settings))
 
     def parts(self, config: ModelConfig) -> Parts:
         settings = config.settings
@@ -158,9 +159,8 @@ class Llama(Family):
                 head_width=config.head_width,
                 qkv_bias=self.qkv_bias,
                 out_bias=False,
-                rotary=rotary_of(settings),
+                layers=tuple(self.layer_attention(config, i) for i in range(config.layers)),
                 qk_norm=rms if self.qk_norm else None,
-                unrotated_layers=self.unrotated_layers(config),
             ),
             feed_forward=FeedForward(gated=True, activation="silu", bias=False),
             learned_positions=False,
@@ -212,6 +212,8 @@ class Llama(Family):
         }  # fmt: skip
 
     outer_names = _MODEL_NAMES
+    # A block's parameters but the fused ones, by their names after "blocks.<i>.".
+    own_block_names: ClassVar[dict[str, str]] = _BLOCK_NAMES
     block_prefix = "model.layers.{}."
     base_prefix = "model."
 
@@ -228,4 +230,4 @@ class Llama(Family):
             return [(f"self_attn.{part}.{kind}", n) for part, n in rows.items()], False
         if name == "mlp.gate_up.weight":
             return [(f"mlp.{part}.weight", config.d_ff) for part in ("gate_proj", "up_proj")], False
-        return [(_BLOCK_NAMES[name], shape[0])], False
+        return [(self.own_block_names[name], shape[0])], False

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zrodlo.model.declared import option
 from zrodlo.model.families.base import is_whole, whole_window
 from zrodlo.model.families.llama import Llama, LlamaSettings
+from zrodlo.model.parts import LayerAttention
 from zrodlo.storage.refusal import Refusal
 
 if TYPE_CHECKING:
@@ -80,9 +81,11 @@ class SmolLM3(Llama):
                 "more"
             )
 
-    def unrotated_layers(self, config: ModelConfig) -> tuple[int, ...]:
-        interval = config.settings.no_rope_interval
-        return tuple(layer for layer in range(config.layers) if (layer + 1) % interval == 0)
+    def layer_attention(self, config: ModelConfig, layer: int) -> LayerAttention:
+        """llama's, but every no_rope_interval-th layer takes no rotary positions."""
+        if (layer + 1) % config.settings.no_rope_interval == 0:
+            return LayerAttention(rotary=None)
+        return super().layer_attention(config, layer)
 
     def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:
         interval = config.settings.no_rope_interval
