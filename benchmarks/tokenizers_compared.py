@@ -71,8 +71,8 @@ def run(name: str, fit: dict, root: Path, args, params: dict) -> dict:
     validation = Corpus.open(folder / "validation")
     table = build_windows(validation.offsets, train["context"])
     windows = np.arange(len(table), dtype=np.int64)
-    sizes = load_tokenizer(folder / "tokenizer").text_sizes
-    text_bytes, _ = scored_text(validation.tokens, table, windows, sizes)
+    tokenizer = load_tokenizer(folder / "tokenizer")
+    text_bytes, _ = scored_text(validation.tokens, table, windows, tokenizer)
     to_bits = manifests["validation"]["targets"] / text_bytes / math.log(2)
     trained, scores = 0.0, []
     for record in records:

@@ -1,5 +1,6 @@
 """`zrodlo tokenizer fit`: fit a tokenizer on training documents (the `tokenizer` stage);
-`zrodlo tokenizer import`: take a byte-level BPE the tokenizers library wrote, with its own ids."""
+`zrodlo tokenizer import`: take a BPE the tokenizers library wrote (byte-level or SentencePiece),
+with its own ids."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ def import_tokenizer(
     source: Path = typer.Option(
         ...,
         "--from",
-        help="A tokenizer.json of a byte-level BPE, as the tokenizers library writes it (the GPT-2 "
-        "family's).",
+        help="A tokenizer.json of a BPE, as the tokenizers library writes it: byte-level (the GPT-2 "
+        "family's, Qwen's) or SentencePiece-style (Gemma's, Llama 2's).",
     ),
     output: Path = typer.Option(
         ..., help="The directory to write tokenizer.json into; must not exist."
@@ -66,7 +67,7 @@ def import_tokenizer(
         help="The special token that ends each document; found as --bos is.",
     ),
 ) -> None:
-    """Import a byte-level BPE tokenizer you already have, its ids as they are.
+    """Import a BPE tokenizer you already have, its ids as they are.
 
     Encodes as the tokenizers library does; refuses any other kind (WordPiece, Unigram, ...) and a
     file that does not load, writing nothing (docs/tokenizers.md)."""

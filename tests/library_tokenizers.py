@@ -1,6 +1,7 @@
 """Tokenizer files as the `tokenizers` library writes them, trained by its own trainers on a few
-texts: the GPT-2 family's byte-level BPE (GPT-2's, Llama 3's and Qwen2's layouts), and kinds
-Zrodlo does not import (WordPiece, Unigram, WordLevel, a SentencePiece-style BPE)."""
+texts: the GPT-2 family's byte-level BPE (GPT-2's, Llama 3's and Qwen2's layouts), the
+SentencePiece-style BPE with byte fallback (Gemma's and Llama 2's layouts), and kinds Zrodlo does
+not import (WordPiece, Unigram, WordLevel, a SentencePiece-style BPE without byte tokens)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,64 @@ def qwen2_file(path: Path, vocab_size: int = 400) -> Path:
     _byte_level(built, [], vocab_size)
     built.add_special_tokens(QWEN2_SPECIALS)
     built.save(str(path))
+    return path
+
+
+def _sentencepiece(
+    built: Tokenizer, specials: list[str], added: list[str], vocab_size: int, path: Path
+) -> Path:
+    """The BPE `built` (its normalizer, pre-tokenizer and decoder set) trained on TEXTS, written
+    as a SentencePiece model converted by transformers lays it out: the special tokens first, then
+    the 256 byte tokens <0x00>..<0xFF> that byte fallback reads, then the pieces; `added` as
+    added tokens that are not special, after them."""
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False)
+    built.train_from_iterator(TEXTS, trainer)
+    data = json.loads(built.to_str())
+    pieces = sorted(data["model"]["vocab"], key=data["model"]["vocab"].get)
+    order = [*specials, *(f"<0x{byte:02X}>" for byte in range(256)), *pieces]
+    data["model"]["vocab"] = {token: index for index, token in enumerate(order)}
+    data["model"] |= {"byte_fallback": True, "fuse_unk": True, "unk_token": "<unk>"}
+    data["added_tokens"] = [
+        {"id": order.index(token), "content": token, "single_word": False, "lstrip": False,
+         "rstrip": False, "normalized": False, "special": True}
+        for token in specials
+    ] + [
+        {"id": len(order) + i, "content": token, "single_word": False, "lstrip": False,
+         "rstrip": False, "normalized": False, "special": False}
+        for i, token in enumerate(added)
+    ]  # fmt: skip
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+_SPACE_TO_MARK = normalizers.Replace(" ", "▁")
+_MARKS_DECODED = [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+
+
+def gemma_file(path: Path, vocab_size: int = 300) -> Path:
+    """Gemma's layout: spaces replaced by ▁, a split on spaces (which then finds none), pad, eos,
+    bos and unk first, the turn markers special, and added tokens matched before the model;
+    tokenizer_config.json naming <bos> and <eos>."""
+    built = Tokenizer(models.BPE(byte_fallback=True))
+    built.normalizer = _SPACE_TO_MARK
+    built.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous")
+    built.decoder = decoders.Sequence(_MARKS_DECODED)
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+    _sentencepiece(built, specials, ["<unused0>", "<unused1>", "\n\n"], vocab_size, path)
+    config = {"bos_token": "<bos>", "eos_token": "<eos>"}
+    (path.parent / "tokenizer_config.json").write_text(json.dumps(config))
+    return path
+
+
+def llama2_file(path: Path, vocab_size: int = 300) -> Path:
+    """Llama 2's layout (Mistral's, TinyLlama's): ▁ put before each text and for each space, no
+    pre-tokenizer, the decoder stripping the first space; unk, <s> and </s> first."""
+    built = Tokenizer(models.BPE(byte_fallback=True))
+    built.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), _SPACE_TO_MARK])
+    built.decoder = decoders.Sequence([*_MARKS_DECODED, decoders.Strip(" ", 1, 0)])
+    _sentencepiece(built, ["<unk>", "<s>", "</s>"], [], vocab_size, path)
+    config = {"bos_token": "<s>", "eos_token": "</s>"}
+    (path.parent / "tokenizer_config.json").write_text(json.dumps(config))
     return path
 
 

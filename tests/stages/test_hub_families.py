@@ -3,8 +3,9 @@ configuration (shrunk to a few thousand weights, random): GPT-2 (its tanh GELU, 
 Llama 3.2 (Llama 3's rotary scaling, a tied head, heads set apart from the width), SmolLM2 (a tied
 llama), Qwen2.5 (biases on the queries, keys and values, RMSNorm epsilon 1e-6, an embedding
 table longer than its tokenizer, which normalizes to NFC and names no BOS), Qwen3 (QK-norm, heads
-wider than the width over the heads), SmolLM3 (every 4th layer without rotary positions) and Gemma 3
-(its (1 + w) norms around each branch, GeGLU, local layers within a window the texts pass). Each goes through the
+wider than the width over the heads), SmolLM3 (every 4th layer without rotary positions), Gemma 3
+(its (1 + w) norms around each branch, GeGLU, local layers within a window the texts pass, its
+SentencePiece-style tokenizer) and TinyLlama (a llama with Llama 2's SentencePiece-style tokenizer). Each goes through the
 real commands with every guarantee: imported with transformers' logits, evaluated to
 transformers' loss, sampled to transformers' greedy text, and (a case of each family) fine-tuned
 with dropout, resumed and run on two processes to the same bytes, and exported as the class it
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import HELD_OUT_DOCUMENTS, TRAINING_DOCUMENTS, zrodlo_succeeds
-from library_tokenizers import gpt2_file, llama3_file, qwen2_file
+from library_tokenizers import gemma_file, gpt2_file, llama2_file, llama3_file, qwen2_file
 
 from oracles import transformers_loss
 from zrodlo.data.tokenizer import load_tokenizer
@@ -69,7 +70,7 @@ CASES = {
     # every 3rd layer global (every 6th of 18 released), the others within a window shrunk from
     # 512 to 4 keys, which the texts and the greedy continuation pass; rotary bases by layer type.
     "gemma3": ("Gemma3ForCausalLM", {
-        **SHAPE, "num_hidden_layers": 3, "vocab_size": 360, "max_position_embeddings": 32,
+        **SHAPE, "num_hidden_layers": 3, "vocab_size": 420, "max_position_embeddings": 32,
         "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16,
         "query_pre_attn_scalar": 16, "rms_norm_eps": 1e-6, "sliding_window": 4,
         "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
@@ -78,6 +79,12 @@ CASES = {
         "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": None,
         "attn_logit_softcapping": None, "use_bidirectional_attention": False,
         "tie_word_embeddings": True, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1}),
+    # TinyLlama-1.1B's layout (Llama 2's): an untied llama, with Llama 2's SentencePiece-style
+    # tokenizer, which puts a mark before each text.
+    "tinyllama": ("LlamaForCausalLM", {
+        **SHAPE, "vocab_size": 420, "max_position_embeddings": 32, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2}),
 }  # fmt: skip
 IDS = torch.tensor([[0, 5, 17, 80, 200, 33, 2, 9, 150, 64], [3, 3, 3, 100, 7, 250, 1, 0, 4, 5]])
 FLAGS = {"--context": 9, "--checkpoint-every": 2, "--micro-batch-size": 2}
@@ -93,7 +100,8 @@ def saved(directory: Path, case: str) -> Path:
         framing = {"bos_token": None, "eos_token": "<|endoftext|>"}
         (directory / "tokenizer_config.json").write_text(json.dumps(framing))
     else:
-        (gpt2_file if case == "gpt2" else llama3_file)(directory / "tokenizer.json")
+        tokenizers = {"gpt2": gpt2_file, "gemma3": gemma_file, "tinyllama": llama2_file}
+        tokenizers.get(case, llama3_file)(directory / "tokenizer.json")
     model_class = getattr(transformers, class_name)
     torch.manual_seed(0)  # transformers' own initialisation: the fixture's weights only
     model_class(model_class.config_class(**config)).save_pretrained(directory)
@@ -159,7 +167,9 @@ def test_greedy_sampling_is_transformers_greedy_generation(case):
 
 # One case a family: SmolLM2 computes as Llama 3.2 does, less its rotary scaling.
 @pytest.mark.parametrize(
-    "case", ["gpt2", "llama3.2", "qwen2.5", "qwen3", "smollm3", "gemma3"], indirect=True
+    "case",
+    ["gpt2", "llama3.2", "qwen2.5", "qwen3", "smollm3", "gemma3", "tinyllama"],
+    indirect=True,
 )
 def test_a_fine_tune_resumes_and_shares_its_bytes_and_exports_as_its_family(
     case, train_args, resume_args
@@ -189,3 +199,9 @@ def test_a_fine_tune_resumes_and_shares_its_bytes_and_exports_as_its_family(
     with torch.no_grad():
         expected = exported(IDS).logits  # (2, 10, vocab)
     torch.testing.assert_close(zrodlo_logits(root / "run" / "step-4"), expected, rtol=0, atol=1e-5)
+    # Its tokenizer, as transformers loads the export, encodes and decodes as Zrodlo's.
+    theirs = transformers.AutoTokenizer.from_pretrained(root / "exported", local_files_only=True)
+    ours = load_tokenizer(root / "model")
+    text = "  the answer, 東京 🙂\n\tx"
+    assert theirs.encode(text, add_special_tokens=False) == ours.encode(text).tolist()
+    assert theirs.decode(ours.encode(text).tolist()) == text

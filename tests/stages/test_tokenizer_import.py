@@ -94,8 +94,9 @@ def test_a_wordpiece_file_is_refused_with_nothing_written(tmp_path, assert_refus
     source = other_file(tmp_path / "tokenizer.json", "WordPiece")
     assert_refused(
         "tokenizer", "import", "--from", source, "--output", tmp_path / "out",
-        sentence=f"{source} holds a WordPiece tokenizer; Zrodlo imports byte-level BPE "
-        "tokenizers (the GPT-2 family's tokenizer.json) only",
+        sentence=f"{source} holds a WordPiece tokenizer; Zrodlo imports BPE tokenizers only: "
+        "byte-level (the GPT-2 family's tokenizer.json) or SentencePiece-style with byte fallback "
+        "(Gemma's, Llama 2's)",
     )  # fmt: skip
 
 

@@ -362,7 +362,7 @@ def test_held_out_scores_read_the_windows_drawn_once_from_the_seed(training_data
     row = csv_rows(output / "steps.csv")[3]
     assert float(row[5]) == pytest.approx(expected.loss, rel=1e-6)
     # Bits per byte of the text those windows score: the summed loss in bits over its bytes.
-    text_bytes, _ = scored_text(held_out.tokens, table, drawn, model.tokenizer.text_sizes)
+    text_bytes, _ = scored_text(held_out.tokens, table, drawn, model.tokenizer)
     bits = expected.summed / math.log(2) / text_bytes
     assert float(row[6]) == pytest.approx(bits, rel=1e-6)
     assert csv_rows(output / "held_out.csv")[1] == [row[0], row[5], row[6]]

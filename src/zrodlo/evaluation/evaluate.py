@@ -154,9 +154,7 @@ def evaluate(
         scored = score(
             network, data.tokens, table, batch_size, target, windows=windows, on_batch=heard
         )
-        text_bytes, characters = scored_text(
-            data.tokens, table, windows, loaded.tokenizer.text_sizes
-        )
+        text_bytes, characters = scored_text(data.tokens, table, windows, loaded.tokenizer)
         entry: CorpusScores = {
             "loss": scored.loss,
             "perplexity": scored.perplexity,

@@ -137,7 +137,14 @@ def continued(
             sequence.append(token)
             produced.append(token)
             unread = [token]
-    return tokenizer.decode(produced)
+    return continuation(tokenizer, start, produced)
+
+
+def continuation(tokenizer: Tokenizer, start: list[int], produced: list[int]) -> str:
+    """The text the ids `produced` add after `start`: what the whole sequence decodes to past what
+    `start` decodes to, since a decoder may read a token by what precedes it (Llama 2's drops the
+    space of a text's first token, which continuing the prompt has)."""
+    return tokenizer.decode([*start, *produced])[len(tokenizer.decode(start)) :]
 
 
 # The seed of a sample that names none: the same text every time, as a seed given would.

@@ -67,7 +67,7 @@ def open_held_out(eval_corpus: Path | None, model: Model, plan: RunPlan) -> Held
     table = check_data(corpus, model, plan.context)
     windows = scored_windows(len(table), plan.eval_windows, plan.seed)
     digest = windows_digest(windows) if len(windows) < len(table) else None
-    text_bytes, _ = scored_text(corpus.tokens, table, windows, model.tokenizer.text_sizes)
+    text_bytes, _ = scored_text(corpus.tokens, table, windows, model.tokenizer)
     return HeldOut(corpus, table, windows, digest, text_bytes)
 
 

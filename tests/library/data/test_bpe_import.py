@@ -133,19 +133,21 @@ def test_another_kind_of_tokenizer_is_refused_naming_it(tmp_path, kind):
     with pytest.raises(Refusal) as refused:
         import_tokenizer(source, tmp_path / "out")
     assert refused.value.sentence == (
-        f"{source} holds a {kind} tokenizer; Zrodlo imports byte-level BPE tokenizers (the GPT-2 "
-        "family's tokenizer.json) only"
+        f"{source} holds a {kind} tokenizer; Zrodlo imports BPE tokenizers only: byte-level (the "
+        "GPT-2 family's tokenizer.json) or SentencePiece-style with byte fallback (Gemma's, Llama "
+        "2's)"
     )
     assert not (tmp_path / "out").exists()
 
 
-def test_a_bpe_over_word_markers_is_refused_as_not_byte_level(tmp_path):
+def test_a_bpe_over_word_markers_in_no_released_layout_is_refused_naming_its_parts(tmp_path):
     source = other_file(tmp_path / "tokenizer.json", "SentencePiece")
     with pytest.raises(Refusal) as refused:
         import_tokenizer(source, tmp_path / "out")
     assert refused.value.sentence == (
-        f"{source} cannot be imported: its pre-tokenizer has no ByteLevel step, so its tokens are "
-        "not bytes"
+        f"{source} cannot be imported: its normalizer (Sequence), pre-tokenizer (None) and "
+        "decoder (Metaspace) are not Gemma's or Llama 2's layout, the SentencePiece-style "
+        "layouts Zrodlo takes"
     )
 
 

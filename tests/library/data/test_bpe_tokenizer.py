@@ -111,7 +111,7 @@ def test_a_file_edited_by_hand_is_refused_by_its_digest(fitted, tmp_path):
         (lambda d: d.update(merges=[["ab", "c"]]),
          "its merge ab c joins a symbol no earlier merge made"),
         (lambda d: d["vocabulary"].pop(), "its vocabulary is not the one its merges make"),
-        (lambda d: d.update(kind="wordpiece"), 'it is not a JSON object of kind "char", "bpe" or "imported-bpe"'),
+        (lambda d: d.update(kind="wordpiece"), 'it is not a JSON object of kind "char", "bpe", "imported-bpe" or "imported-sentencepiece"'),
     ],
 )  # fmt: skip
 def test_a_file_that_holds_no_bpe_is_refused(fitted, tmp_path, change, reason):

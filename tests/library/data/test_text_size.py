@@ -30,7 +30,7 @@ def test_every_window_scored_counts_the_documents_text_once(texts, context):
         table = build_windows(offsets, min(context, len(tokens)))  # a window fits the corpus
         windows = np.arange(len(table), dtype=np.int64)
         expected = (sum(len(t.encode()) for t in texts), sum(len(t) for t in texts))
-        assert scored_text(tokens, table, windows, tokenizer.text_sizes, 3) == expected
+        assert scored_text(tokens, table, windows, tokenizer, 3) == expected
 
 
 @pytest.mark.parametrize("text", ["é", "日本", "🙂x"])

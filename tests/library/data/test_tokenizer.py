@@ -136,8 +136,14 @@ def test_load_refuses_a_tokenizer_whose_digest_does_not_match(tmp_path):
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"kind": "word"}, 'it is not a JSON object of kind "char", "bpe" or "imported-bpe"'),
-        ({"kind": ["char"]}, 'it is not a JSON object of kind "char", "bpe" or "imported-bpe"'),
+        (
+            {"kind": "word"},
+            'it is not a JSON object of kind "char", "bpe", "imported-bpe" or "imported-sentencepiece"',
+        ),
+        (
+            {"kind": ["char"]},
+            'it is not a JSON object of kind "char", "bpe", "imported-bpe" or "imported-sentencepiece"',
+        ),
         # A character tokenizer's file relabelled as a BPE is read as one, and holds none.
         ({"kind": "bpe"}, "its special ids are not BOS 0, EOS 1"),
         (

@@ -50,3 +50,18 @@ def test_a_cached_sample_is_the_window_by_window_sample(architecture, temperatur
         assert draw(model, TOKENIZER, "the ", 30, temperature, None, seed, cpu) == expected
         lengths.append(len(expected))
     assert max(lengths) > 8  # past the model's positions: the window moved
+
+
+def test_a_continuation_is_what_the_whole_sequence_decodes_to_after_the_prompt(tmp_path):
+    """Llama 2's decoder drops the space of a text's first token: a continuation decoded alone
+    would lose the space that joins it to the prompt."""
+    from library_tokenizers import llama2_file
+
+    from zrodlo.data.tokenizer.imported import imported
+    from zrodlo.evaluation.sample import continuation
+
+    tokenizer = imported(llama2_file(tmp_path / "tokenizer.json"))
+    start = [tokenizer.bos, *tokenizer.encode("the").tolist()]
+    produced = tokenizer.encode("quick").tolist()  # "▁qu", "ick": a word after a space
+    assert tokenizer.decode(produced) == "quick"
+    assert continuation(tokenizer, start, produced) == " quick"

@@ -4,6 +4,8 @@ tokenizer.json is read by the kind it names; `fitting.py` fits the kinds that ar
     char          each character of the training documents (char.py)
     bpe           a byte-level BPE whose merges are learned from them (bpe.py, bpe_training.py)
     imported-bpe  a byte-level BPE the tokenizers library wrote, its ids as they are (imported.py)
+    imported-sentencepiece  a SentencePiece-style BPE with byte fallback, the same way
+                  (imported_sentencepiece.py, sentencepiece_file.py)
 
 A new kind is a module with a class on `Tokenizer` and its line in `KINDS` (and in `FITTED` when
 it is fitted: a `check_fit` and a `fit`).
@@ -18,6 +20,7 @@ from zrodlo.data.tokenizer.base import FILE_NAME, Tokenizer
 from zrodlo.data.tokenizer.bpe import BPETokenizer
 from zrodlo.data.tokenizer.char import CharTokenizer
 from zrodlo.data.tokenizer.imported import ImportedBPE
+from zrodlo.data.tokenizer.imported_sentencepiece import ImportedSentencePiece
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import read_input
 from zrodlo.storage.refusal import Refusal
@@ -25,7 +28,7 @@ from zrodlo.storage.refusal import Refusal
 __all__ = ["FILE_NAME", "FITTED", "KINDS", "Tokenizer", "listed", "load_tokenizer"]
 
 KINDS: dict[str, type[Tokenizer]] = {
-    kind.kind: kind for kind in (CharTokenizer, BPETokenizer, ImportedBPE)
+    kind.kind: kind for kind in (CharTokenizer, BPETokenizer, ImportedBPE, ImportedSentencePiece)
 }
 # The kinds `tokenizer fit` makes, the first its default.
 FITTED: dict[str, type[CharTokenizer | BPETokenizer]] = {

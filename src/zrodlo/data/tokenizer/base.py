@@ -39,6 +39,9 @@ class Tokenizer(ABC):
     # The Unicode normalization form the kind puts each text in before encoding it, or None: a
     # text in another form would come back changed, so it is refused (`text_problem`).
     normal_form: str | None = None
+    # How many marks (each one byte and one character of a token's text) the kind puts before
+    # each text that is not empty, in its first token: no part of the text (Llama 2's ▁).
+    marks_before: int = 0
     # The chat template conversations are rendered with (an imported tokenizer's, where its files
     # carry one), or None for Zrodlo's plain form (`zrodlo.data.chat_encoding`).
     template: ChatTemplate | None = None

@@ -57,6 +57,8 @@ class ImportedBPE(LibraryEncoding):
 
     kind = KIND
     unk = None
+    # Why a parsed `tokenizers` file is none of this kind, or None.
+    file_problem = staticmethod(check_library_file)
 
     @cached_property
     def file(self) -> dict[str, Any]:
@@ -135,7 +137,7 @@ class ImportedBPE(LibraryEncoding):
         special, file = data.get("special"), data.get("tokenizer")
         if not isinstance(special, dict) or sorted(special) != ["BOS", "EOS"]:
             raise broken("its special ids are not BOS and EOS")
-        problem = check_library_file(file)
+        problem = cls.file_problem(file)
         if problem is not None:
             raise broken(problem)
         template = None
@@ -149,13 +151,27 @@ class ImportedBPE(LibraryEncoding):
         return tokenizer
 
 
+def _kind_of(file: dict) -> type[ImportedBPE]:
+    """The kind a parsed `tokenizers` file imports as: a SentencePiece-style BPE where its model
+    falls back to bytes, else a byte-level BPE (each kind's check then says what it lacks)."""
+    # Imported here: that kind is built on this module's.
+    from zrodlo.data.tokenizer.imported_sentencepiece import ImportedSentencePiece
+    from zrodlo.data.tokenizer.sentencepiece_file import is_sentencepiece
+
+    return ImportedSentencePiece if is_sentencepiece(file) else ImportedBPE
+
+
 def imported(source: Path, bos: str | None = None, eos: str | None = None) -> ImportedBPE:
     """The `tokenizers` file `source` as Zrodlo's tokenizer, its ids as they are, documents framed
     by the special tokens `bos` and `eos` (`zrodlo.data.tokenizer.library_file` says how they
     are found where not given); refused where its tokenizer.json would be larger than the readers
     of one take, which written indented may be five times the file's size."""
     file = read_library_file(source)
-    tokenizer = ImportedBPE(
+    kind = _kind_of(file)
+    problem = kind.file_problem(file)
+    if problem is not None:
+        raise Refusal(f"{source} cannot be imported: {problem}")
+    tokenizer = kind(
         json.dumps(file, sort_keys=True),
         frame_id(source, file, "--bos", bos),
         frame_id(source, file, "--eos", eos),

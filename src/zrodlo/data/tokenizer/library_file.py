@@ -164,9 +164,9 @@ def frame_id(source: Path, file: dict, flag: str, given: str | None) -> int:
     return names[chosen]
 
 
-def read_library_file(source: Path) -> dict:
-    """The parsed `tokenizers` file `source`, refused with a sentence where it holds no byte-level
-    BPE Zrodlo can take."""
+def read_library_file(source: Path) -> Any:
+    """The parsed `tokenizers` file `source`, refused with a sentence where it holds no BPE; the
+    kind it is imported as checks the rest."""
     if not source.is_file():
         raise Refusal(
             f"{source} is not a file; --from takes a tokenizer.json the tokenizers library wrote"
@@ -175,12 +175,13 @@ def read_library_file(source: Path) -> dict:
         file = jsonfile.loads(read_input(source))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Refusal(f"{source} does not load as a tokenizers file: {error}") from None
-    problem = check_library_file(file)
-    if problem is not None and problem.startswith("its model is "):
+    model = file.get("model") if isinstance(file, dict) else None
+    if isinstance(model, dict) and model.get("type") != "BPE":
         raise Refusal(
-            f"{source} holds a {file['model'].get('type')} tokenizer; Zrodlo imports byte-level "
-            "BPE tokenizers (the GPT-2 family's tokenizer.json) only"
+            f"{source} holds a {model.get('type')} tokenizer; Zrodlo imports BPE tokenizers only: "
+            "byte-level (the GPT-2 family's tokenizer.json) or SentencePiece-style with byte "
+            "fallback (Gemma's, Llama 2's)"
         )
-    if problem is not None:
-        raise Refusal(f"{source} cannot be imported: {problem}")
+    if not isinstance(file, dict):
+        return file  # no tokenizer: refused by the kind's check
     return {key: value for key, value in file.items() if key not in CALL_SETTINGS}

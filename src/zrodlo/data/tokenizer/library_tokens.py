@@ -12,6 +12,8 @@ that holds one's name is text (`encode_special_tokens`), and no text may encode 
 
 from __future__ import annotations
 
+from typing import Any
+
 from tokenizers import Tokenizer
 
 from zrodlo.data.tokenizer.bpe_training import byte_symbols
@@ -87,9 +89,12 @@ def _texts_reach(model: dict, library: Tokenizer, token: str, merged: set[str]) 
     return [piece for piece, _ in pieces] == [token]
 
 
-def added_tokens_problem(file: dict, library: Tokenizer) -> str | None:
+def added_tokens_problem(file: dict, library: Tokenizer, reach: Any = None) -> str | None:
     """Why the added tokens of the file `file`, which `library` loads, would give ids other than
-    the library's, a text that does not decode back, or a frame for a text; or None."""
+    the library's, a text that does not decode back, or a frame for a text; or None. `reach` says
+    whether a text encodes to a vocabulary's token (`_texts_reach`'s arguments), the byte-level
+    BPE's rule where None."""
+    reach = _texts_reach if reach is None else reach
     added = file.get("added_tokens") or []
     vocabulary = file["model"]["vocab"]
     problem = _strip_problem(added) or _id_problem(added, vocabulary, library)
@@ -107,7 +112,7 @@ def added_tokens_problem(file: dict, library: Tokenizer) -> str | None:
                 )
         elif content in vocabulary:
             merged = _merged(file["model"]["merges"]) if merged is None else merged
-            if _texts_reach(file["model"], library, content, merged):
+            if reach(file["model"], library, content, merged):
                 return (
                     f"its special token {shown(content)} (id {index}) is a token texts encode "
                     "to, so a text would encode to a frame"
