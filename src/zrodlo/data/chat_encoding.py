@@ -2,11 +2,18 @@
 token that ends it, 0 elsewhere, so that a run trains on the answers only.
 
 With a tokenizer that carries a chat template (an imported one whose files have one), the ids are
-the template's rendering encoded whole, as transformers' `apply_chat_template` gives them, and a
-token weighs 1 where its text overlaps an assistant message's content as the rendering holds it
-(the content, or the content stripped, as templates such as Llama 3's write it), as does the first
-token after that content, the template's end of turn (`<|eot_id|>`, `<|im_end|>`). A content that
-holds the text of a special token is refused: the template would read it as that token.
+the template's rendering encoded whole, as transformers' `apply_chat_template` gives them. Where
+the template marks what the assistant writes (`{% generation %}` blocks), a token weighs 1 where its
+text overlaps a block, as `return_assistant_tokens_mask` reads them. Elsewhere each assistant
+message is found in the rendering as the template writes it (its content; the content stripped,
+as Llama 3's templates write it; or the answer after its last `</think>`, as Qwen3's template
+writes a turn before the last question, dropping the reasoning), and a token weighs 1 where its
+text overlaps the turn from the end of the template's opening of an assistant turn (its generation
+prompt, `<|im_start|>assistant\n`) to the end of that content, as does the first token after it,
+the template's end of turn (`<|eot_id|>`, `<|im_end|>`, `<end_of_turn>`): what the template writes
+between the opening and the content (Qwen3's `<think>` block) is the assistant's to write too. A
+content that holds the text of a special token is refused: the template would read it as that
+token.
 
 Without a template (Zrodlo's own tokenizers, or an imported one that has none) the plain form is
 used: BOS, then each message as "role: " (weight 0) and its content, ended by "\\n" (weight 0),
@@ -23,7 +30,14 @@ import numpy as np
 
 from zrodlo.data.conversation import ANSWER, Conversation, Message
 from zrodlo.data.tokenizer import Tokenizer
-from zrodlo.data.tokenizer.chat_template import ChatTemplate, TemplateFailure
+from zrodlo.data.tokenizer.chat_template import (
+    CLOSED,
+    OPENED,
+    ChatTemplate,
+    Spans,
+    TemplateFailure,
+    unmarked,
+)
 
 
 class ChatProblem(Exception):
@@ -55,7 +69,7 @@ def chat_prompt(tokenizer: Tokenizer, text: str) -> tuple[list[int], set[int]]:
         opened, _ = _plain(tokenizer, asked)  # BOS, the message, its newline, EOS
         return [*opened[:-1].tolist(), *tokenizer.encode(f"{ANSWER}: ").tolist()], {ended}
     library, _ = _template_library(tokenizer)
-    rendered = _rendered(tokenizer.template, asked, generation_prompt=True)
+    rendered, _ = _rendered(tokenizer.template, asked, generation_prompt=True)
     return library.encode(rendered, add_special_tokens=False).ids, {tokenizer.eos, ended}
 
 
@@ -88,8 +102,13 @@ def _templated(
                 f"has message {number} holding {held[0]!r}, the text of a special token, which "
                 "its chat template would read as that token"
             )
-    rendered = _rendered(template, messages)
-    spans = _answer_spans(rendered, messages)
+        if OPENED in message.content or CLOSED in message.content:
+            raise ChatProblem(
+                f"has message {number} holding U+E000 or U+E001, the private-use characters that "
+                "mark what the assistant writes in a rendering"
+            )
+    rendered, marked = _rendered(template, messages)
+    spans = marked if marked is not None else _answer_spans(rendered, messages, _opening(template))
     encoding = library.encode(rendered, add_special_tokens=False)
     ids = np.asarray(encoding.ids, np.int64)  # (n,)
     starts, ends = np.asarray(encoding.offsets, np.int64).reshape(-1, 2).T  # (n,) each
@@ -97,7 +116,7 @@ def _templated(
     for first, last in spans:
         weights[(starts < last) & (ends > first)] = 1
         after = np.flatnonzero(starts >= last)
-        if len(after):  # the end of the turn
+        if marked is None and len(after):  # the end of the turn, which a block holds itself
             weights[after[0]] = 1
     if len(ids) < 2:
         raise ChatProblem("renders to fewer than two tokens, which hold no target")
@@ -107,21 +126,43 @@ def _templated(
 
 def _rendered(
     template: ChatTemplate, messages: Conversation, generation_prompt: bool = False
-) -> str:
+) -> tuple[str, Spans | None]:
+    """The rendering, and the spans of its generation blocks where the template has them."""
     try:
-        return template.render(messages, generation_prompt)
+        return unmarked(template.render(messages, generation_prompt))
     except TemplateFailure as failure:
         raise ChatProblem(
             f"cannot be rendered by its tokenizer's chat template: {failure}"
         ) from None
 
 
-def _answer_spans(rendered: str, messages: Conversation) -> list[tuple[int, int]]:
-    """Where each assistant content lies in the rendering, (start, end) in characters, found in
-    order after the messages before it."""
+@lru_cache(maxsize=4)
+def _opening(template: ChatTemplate) -> str | None:
+    """What the template writes to open an assistant's turn (its generation prompt), or None
+    where a rendering with it does not continue the one without."""
+    try:
+        asked = (Message("user", "x"),)
+        bare, _ = unmarked(template.render(asked))
+        opened, _ = unmarked(template.render(asked, generation_prompt=True))
+    except TemplateFailure:
+        return None
+    return opened[len(bare) :] if opened.startswith(bare) and len(opened) > len(bare) else None
+
+
+def _written(content: str) -> tuple[str, ...]:
+    """The forms a template may write a message's content in: as it is, stripped, and the answer
+    after its last </think> (Qwen3's turns before the last question drop the reasoning)."""
+    answer = content.rsplit("</think>", 1)[-1].lstrip("\n") if "</think>" in content else None
+    return (content, content.strip(), *([answer] if answer else []))
+
+
+def _answer_spans(rendered: str, messages: Conversation, opening: str | None) -> Spans:
+    """Where each assistant turn lies in the rendering, (start, end) in characters: from the end
+    of the opening before its content (or the content's start) to the content's end, each message
+    found in order after the ones before it."""
     spans, at = [], 0
     for number, message in enumerate(messages, start=1):
-        for written in (message.content, message.content.strip()):
+        for written in _written(message.content):
             found = rendered.find(written, at)
             if found >= 0:
                 break
@@ -131,7 +172,8 @@ def _answer_spans(rendered: str, messages: Conversation) -> list[tuple[int, int]
                 "tokens of the answers cannot be told"
             )
         if message.role == ANSWER:
-            spans.append((found, found + len(written)))
+            opened = rendered.rfind(opening, at, found) if opening else -1
+            spans.append((found if opened < 0 else opened + len(opening), found + len(written)))
         at = found + len(written)
     return spans
 

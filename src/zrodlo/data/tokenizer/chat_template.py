@@ -4,7 +4,10 @@ it may use, rendered as transformers renders it so that a conversation's ids are
 `apply_chat_template`'s.
 
 The environment is transformers': sandboxed and immutable, trim_blocks and lstrip_blocks, loop
-controls, a `tojson` that leaves non-ASCII as it is, `raise_exception`. One difference, for
+controls, a `tojson` that leaves non-ASCII as it is, `raise_exception`, and the
+`{% generation %}`...`{% endgeneration %}` block that marks what the assistant writes (its text is
+rendered between two private-use characters, which `render` takes out again, keeping where they
+stood: the answers' spans, as `return_assistant_tokens_mask` reads them). One difference, for
 reproducibility: no `strftime_now`, so a template that would print today's date prints the one it
 falls back to (Llama 3.2's: "26 Jul 2024"), and a corpus does not change with the day it was
 prepared on. transformers gives the same ids with `date_string` set to that date.
@@ -13,6 +16,7 @@ prepared on. transformers gives the same ids with `date_string` set to that date
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -31,8 +35,51 @@ NAMED_TOKENS = (
 )  # fmt: skip
 
 
+# What a generation block's text is rendered between: private-use characters no message may hold.
+OPENED, CLOSED = "\ue000", "\ue001"
+Spans = list[tuple[int, int]]  # (start, end) in characters of a rendering
+
+
 class TemplateFailure(Exception):
     """A template that raised (its own `raise_exception` included) or would not compile."""
+
+
+def _generation_extension() -> type:
+    """The Jinja extension of the `generation` block: its body rendered between OPENED and CLOSED."""
+    import jinja2.ext
+    from jinja2 import nodes
+
+    class Generation(jinja2.ext.Extension):
+        tags = {"generation"}  # noqa: RUF012 (Jinja's own class attribute)
+
+        def parse(self, parser: Any) -> Any:
+            line = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return nodes.CallBlock(self.call_method("_marked"), [], [], body).set_lineno(line)
+
+        def _marked(self, caller: Any) -> str:
+            return OPENED + caller() + CLOSED
+
+    return Generation
+
+
+def unmarked(rendered: str) -> tuple[str, Spans | None]:
+    """A rendering without the generation blocks' marks, and where each block's text stands in it;
+    None for a rendering that holds no block."""
+    if OPENED not in rendered:
+        return rendered, None
+    text, spans, at, opened = [], [], 0, None
+    for piece in re.split(f"([{OPENED}{CLOSED}])", rendered):
+        if piece == OPENED:
+            opened = at
+        elif piece == CLOSED:
+            if opened is not None:
+                spans.append((opened, at))
+            opened = None
+        else:
+            text.append(piece)
+            at += len(piece)
+    return "".join(text), spans
 
 
 @dataclass(frozen=True)
@@ -72,7 +119,9 @@ class ChatTemplate:
                               separators=separators, sort_keys=sort_keys)  # fmt: skip
 
         environment = ImmutableSandboxedEnvironment(
-            trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+            trim_blocks=True,
+            lstrip_blocks=True,
+            extensions=[jinja2.ext.loopcontrols, _generation_extension()],
         )
         environment.filters["tojson"] = tojson
         environment.globals["raise_exception"] = raise_exception
@@ -83,7 +132,7 @@ class ChatTemplate:
 
     def render(self, messages: Conversation, generation_prompt: bool = False) -> str:
         """The conversation as the template writes it, and with `generation_prompt` the opening
-        of the assistant's turn that follows."""
+        of the assistant's turn that follows; generation blocks marked (`unmarked`)."""
         import jinja2
 
         try:
