@@ -1,5 +1,7 @@
 """Models of a real size as transformers writes them: GPT-2 small's shape (124 M parameters) and,
-with --qwen, Qwen2.5-0.5B's (494 M), random weights saved by transformers beside a byte-level BPE.
+with --qwen, Qwen2.5-0.5B's (494 M); or the ones --models names (Qwen3-0.6B's, Gemma-3-270m's,
+written to the report --report names); random weights saved by transformers beside a byte-level
+BPE.
 
 - import: `zrodlo model import` in a process of its own, its peak resident memory against the
   bytes of the weights it reads (model.safetensors);
@@ -15,6 +17,7 @@ Figures go to reports/bench/hub_models.json; the targets: import at most twice t
 a step at 0.95 of the plain loop's throughput or more, peak memory no higher than the loop's.
 
     .venv/bin/python benchmarks/hub_models.py [--repeats 10] [--memory-steps 3] [--qwen]
+    .venv/bin/python benchmarks/hub_models.py --models qwen3_0.6b,gemma3_270m --report recent_models
 """
 
 from __future__ import annotations
@@ -56,7 +59,24 @@ MODELS = {
         "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
         "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
         "tie_word_embeddings": True, "use_sliding_window": False}),
+    "qwen3_0.6b": ("Qwen3ForCausalLM", {
+        "vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072,
+        "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+        "head_dim": 128, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "tie_word_embeddings": True, "use_sliding_window": False,
+        "attention_bias": False}),
+    "gemma3_270m": ("Gemma3ForCausalLM", {
+        "vocab_size": 262144, "hidden_size": 640, "intermediate_size": 2048,
+        "num_hidden_layers": 18, "num_attention_heads": 4, "num_key_value_heads": 1,
+        "head_dim": 256, "max_position_embeddings": 32768, "query_pre_attn_scalar": 256,
+        "sliding_window": 512, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
+        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2}),
 }  # fmt: skip
+# Whether a model's two sides, each with its AdamW state, fit in this machine's 23 GiB at once
+# (timed one step of each in turn), or are timed in processes of their own.
+TOGETHER = {"gpt2_small": True, "qwen2.5_0.5b": False, "qwen3_0.6b": False, "gemma3_270m": True}
 
 
 def saved(directory: Path, name: str, documents: Path) -> None:
@@ -227,6 +247,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--memory-steps", type=int, default=3)
     parser.add_argument("--qwen", action="store_true", help="Qwen2.5-0.5B's shape as well")
+    parser.add_argument("--models", help="the shapes to measure, by name, comma-separated")
+    parser.add_argument("--report", default="hub_models", help="the report's name")
     parser.add_argument(
         "--child", choices=["save", "zrodlo", "plain", "together"], help=argparse.SUPPRESS
     )
@@ -237,11 +259,11 @@ def main() -> None:
     if args.child:
         child(args.child, args.work, args.memory_steps, args.model)
         return
-    # Qwen2.5-0.5B's two sides, each with its AdamW state, would take some 20 of this machine's
-    # 23 GiB at once: its steps are timed in processes of their own.
-    names = {"gpt2_small": True, "qwen2.5_0.5b": False} if args.qwen else {"gpt2_small": True}
+    chosen = ["gpt2_small", *(["qwen2.5_0.5b"] if args.qwen else [])]
+    names = args.models.split(",") if args.models else chosen
     results = []
-    for name, together in names.items():
+    for name in names:
+        together = TOGETHER[name]
         with tempfile.TemporaryDirectory() as folder:
             work = Path(folder)
             generate(work / "documents.jsonl", 400_000)
@@ -252,7 +274,7 @@ def main() -> None:
         "batch": BATCH, "context": CONTEXT, "models": results,
         "threads": torch.get_num_threads(), "machine": measure.machine(),
     }  # fmt: skip
-    measure.write_report(measure.REPORTS / "hub_models.json", result)
+    measure.write_report(measure.REPORTS / f"{args.report}.json", result)
 
 
 if __name__ == "__main__":

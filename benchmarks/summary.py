@@ -45,6 +45,7 @@ SCRIPTS = {
     "sampling": "sampling.py",
     "llama_step": "llama_step.py",
     "hub_models": "hub_models.py",
+    "recent_models": "hub_models.py --models gemma3_270m,qwen3_0.6b --report recent_models",
     "quality_for_time": "quality_for_time.py",
 }
 NO_FIGURE = "—"

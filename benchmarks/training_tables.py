@@ -12,6 +12,21 @@ AGAINST_PLAIN = {
     "ratio": "throughput_ratio_zrodlo_over_plain/of_medians",
 }  # fmt: skip
 
+# The rows of a model of a real size imported from transformers: the import's memory, then the
+# fine-tuning step's throughput and memory against the plain loop on transformers' model.
+IMPORTED = (
+    Row("Peak memory of `zrodlo model import`, {model} ({parameters} parameters)",
+        "import/peak_rss_bytes", MIB, "model.safetensors", "import/weights_bytes",
+        "import/peak_over_weights", "the weights' bytes", each="models/*"),
+    Row("Fine-tuning step, {model}", "tokens_per_second/zrodlo", "tokens/s",
+        "plain loop on transformers' model", "tokens_per_second/plain_transformers",
+        "throughput_ratio_zrodlo_over_plain/of_medians", "the plain loop's throughput",
+        each="models/*"),
+    Row("Peak memory fine-tuning, {model}", "training_peak_rss_bytes/zrodlo", MIB,
+        "plain loop on transformers' model", "training_peak_rss_bytes/plain",
+        "training_peak_ratio_zrodlo_over_plain", "the plain loop's memory", each="models/*"),
+)  # fmt: skip
+
 TRAINING = {
     "train": Table("Training", "A training step against a plain PyTorch loop",
         "Zrodlo's `Trainer.step` (ChaCha20 windows and dropout masks, gradient norm, AdamW) and "
@@ -43,18 +58,13 @@ TRAINING = {
         "model import`; then Zrodlo's Trainer fine-tuning the import against a plain loop on "
         "transformers' own model from the same directory (batch {/batch}, context {/context}, "
         "the dropout config.json states), a step of each in turn; peak memory in processes of "
-        "their own.", (
-        Row("Peak memory of `zrodlo model import`, {model} ({parameters} parameters)",
-            "import/peak_rss_bytes", MIB, "model.safetensors", "import/weights_bytes",
-            "import/peak_over_weights", "the weights' bytes", each="models/*"),
-        Row("Fine-tuning step, {model}", "tokens_per_second/zrodlo", "tokens/s",
-            "plain loop on transformers' model", "tokens_per_second/plain_transformers",
-            "throughput_ratio_zrodlo_over_plain/of_medians", "the plain loop's throughput",
-            each="models/*"),
-        Row("Peak memory fine-tuning, {model}", "training_peak_rss_bytes/zrodlo", MIB,
-            "plain loop on transformers' model", "training_peak_rss_bytes/plain",
-            "training_peak_ratio_zrodlo_over_plain", "the plain loop's memory", each="models/*"),
-    )),
+        "their own.", IMPORTED),
+    "recent_models": Table("Training", "The small models of 2025-26, imported from transformers",
+        "As above, for Qwen3-0.6B's shape (QK-norm, heads of 128 apart from the width; its two "
+        "sides timed in processes of their own, as both do not fit in memory at once) and "
+        "Gemma-3-270m's (its 262,144-token embedding, (1 + w) norms around each branch, local "
+        "layers within a window of 512; a step of each in turn).",
+        IMPORTED),
     "lora": Table("Training", "Low-rank adapters (LoRA) on GPT-2 small's shape",
         "Zrodlo's Trainer training adapters of rank {/rank} on {/targets} of the imported "
         "124 M model, against the same Trainer fine-tuning every weight and against a plain loop "
