@@ -17,7 +17,7 @@ from typing import Any
 from zrodlo.model.declared import option
 from zrodlo.model.families import DEFAULT, FAMILIES, Family, families_with, listed
 from zrodlo.model.families.base import settings_fields
-from zrodlo.model.parts import Parts, parameter_count, training_state_bytes
+from zrodlo.model.parts import Parts, parameter_count
 from zrodlo.storage.refusal import Refusal
 
 # The shape and dropout rates every decoder has, in config.json's order.
@@ -211,12 +211,14 @@ def _check(config: ModelConfig, name: Callable[[str], str]) -> None:
         if (_is_int(value) or isinstance(value, float)) and 0 <= value < 1:
             continue
         raise Refusal(f"{name(field)} is {value}; it must lie from 0 up to but not including 1")
-    needed, memory = training_state_bytes(config), machine_memory()
-    if needed > memory:
+    # The weights alone: a model that is read, scored, sampled or exported holds no gradients or
+    # AdamW moments, and a run counts those for what it trains (`training.step`), every weight or
+    # adapters alone, before it allocates anything.
+    count, memory = parameter_count(config), machine_memory()
+    if count * 4 > memory:
         raise Refusal(
-            f"a model of {parameter_count(config):,} parameters needs {needed / 2**30:,.1f} GiB "
-            f"for its float32 weights, gradients and AdamW moments, more than the "
-            f"{memory / 2**30:,.1f} GiB of memory this machine has"
+            f"a model of {count:,} parameters needs {count * 4 / 2**30:,.1f} GiB for its float32 "
+            f"weights, more than the {memory / 2**30:,.1f} GiB of memory this machine has"
         )
 
 

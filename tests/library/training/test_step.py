@@ -268,3 +268,31 @@ def test_an_epsilon_that_float32_rounds_to_zero_is_refused() -> None:
     assert refused.value.sentence == (
         "--epsilon is 1e-50, which float32 cannot hold; it must be at least 1.1754943508222875e-38"
     )
+
+
+def test_a_model_whose_weights_fit_is_read_and_trains_what_fits(tmp_path):
+    """A model whose float32 weights fit in this machine's memory but whose training state of
+    every weight (weights, gradients, two AdamW moments: four times as much) does not, as a 1.7B
+    model's on 23 GiB: its configuration is taken (imported, scored, sampled, exported), a run of
+    every weight is refused before anything is allocated, and a run of adapters is not."""
+    from zrodlo.model.config import machine_memory
+    from zrodlo.model.parts import parameter_count
+    from zrodlo.training.step import _check_step_fits
+
+    width = 256
+    # Weights of four tenths of the memory (the embedding and the untied head hold nearly all of
+    # them), so that the state of every weight is sixteen tenths.
+    rows = machine_memory() * 4 // 10 // (4 * width)
+    config = ModelConfig.of(
+        vocab_size=rows // 2, positions=16, d_model=width, layers=1, heads=4, d_ff=width,
+        dropout=0.0, architecture="llama",
+    )  # fmt: skip
+    config.validate()
+    assert 4 * parameter_count(config) * 4 > machine_memory() > parameter_count(config) * 4
+    plan = RunPlan(steps=1, context=9, batch_size=2, learning_rate=0.01, beta1=0.9, beta2=0.99,
+                   epsilon=1e-8, weight_decay=0.0, decay_scope="matrices", seed=1,
+                   precision="f32", shuffle=True)  # fmt: skip
+    with pytest.raises(Refusal) as refused:
+        _check_step_fits(config, plan, torch.device("cpu"))
+    assert "of weights, gradients and AdamW moments is more than the" in refused.value.sentence
+    _check_step_fits(config, dataclasses.replace(plan, lora_rank=4), torch.device("cpu"))
