@@ -12,12 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tokenizers import Tokenizer
-
 from zrodlo.data.tokenizer.base import LARGEST_VOCABULARY
 from zrodlo.data.tokenizer.bpe_training import byte_symbols
 from zrodlo.data.tokenizer.library_pretokenizer import pre_tokenizer_problem
-from zrodlo.data.tokenizer.library_tokens import added_tokens_problem
+from zrodlo.data.tokenizer.library_tokens import added_tokens_shape_problem, loaded_problem
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import read_input
 from zrodlo.storage.refusal import Refusal
@@ -90,21 +88,7 @@ def check_library_file(file: Any) -> str | None:
     problem = _vocabulary_problem(model)
     if problem is not None:
         return problem
-    added = file.get("added_tokens") or []
-    if not isinstance(added, list) or not all(
-        isinstance(token, dict)
-        and type(token.get("id")) is int
-        and 0 <= token["id"] < LARGEST_VOCABULARY
-        and isinstance(token.get("content"), str)
-        and isinstance(token.get("special"), bool)
-        for token in added
-    ):
-        return "its added tokens are not a list of ids, contents and whether each is special"
-    try:
-        library = Tokenizer.from_str(json.dumps(file))
-    except Exception as error:  # the library's own sentence for what it cannot load
-        return f"the tokenizers library does not load it: {error}"
-    return added_tokens_problem(file, library)
+    return added_tokens_shape_problem(file) or loaded_problem(file)
 
 
 def special_ids(file: dict) -> set[int]:

@@ -12,10 +12,12 @@ that holds one's name is text (`encode_special_tokens`), and no text may encode 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tokenizers import Tokenizer
 
+from zrodlo.data.tokenizer.base import LARGEST_VOCABULARY
 from zrodlo.data.tokenizer.bpe_training import byte_symbols
 
 AGREED = (
@@ -118,3 +120,29 @@ def added_tokens_problem(file: dict, library: Tokenizer, reach: Any = None) -> s
                     "to, so a text would encode to a frame"
                 )
     return None
+
+
+def added_tokens_shape_problem(file: dict) -> str | None:
+    """Why a parsed file's added tokens are not a list of ids, contents and special flags, or
+    None."""
+    added = file.get("added_tokens") or []
+    if not isinstance(added, list) or not all(
+        isinstance(token, dict)
+        and type(token.get("id")) is int
+        and 0 <= token["id"] < LARGEST_VOCABULARY
+        and isinstance(token.get("content"), str)
+        and isinstance(token.get("special"), bool)
+        for token in added
+    ):
+        return "its added tokens are not a list of ids, contents and whether each is special"
+    return None
+
+
+def loaded_problem(file: dict, reach: Any = None) -> str | None:
+    """Why the tokenizers library does not load a checked file, or its added tokens are not
+    what Zrodlo can hold (`added_tokens_problem`, `reach` as there), or None."""
+    try:
+        library = Tokenizer.from_str(json.dumps(file))
+    except Exception as error:  # the library's own sentence for what it cannot load
+        return f"the tokenizers library does not load it: {error}"
+    return added_tokens_problem(file, library, reach)

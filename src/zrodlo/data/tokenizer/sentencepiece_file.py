@@ -20,13 +20,12 @@ it is encoded (`ImportedSentencePiece.text_problem`).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tokenizers import Tokenizer
 
 from zrodlo.data.tokenizer.base import LARGEST_VOCABULARY
-from zrodlo.data.tokenizer.library_tokens import added_tokens_problem
+from zrodlo.data.tokenizer.library_tokens import added_tokens_shape_problem, loaded_problem
 
 MARK = "▁"  # U+2581, SentencePiece's word mark
 BYTE_TOKENS = tuple(f"<0x{byte:02X}>" for byte in range(256))
@@ -139,16 +138,10 @@ def sentencepiece_problem(file: Any) -> str | None:
     problem = _vocabulary_problem(model)
     if problem is not None:
         return problem
+    problem = added_tokens_shape_problem(file)
+    if problem is not None:
+        return problem
     added = file.get("added_tokens") or []
-    if not isinstance(added, list) or not all(
-        isinstance(token, dict)
-        and type(token.get("id")) is int
-        and 0 <= token["id"] < LARGEST_VOCABULARY
-        and isinstance(token.get("content"), str)
-        and isinstance(token.get("special"), bool)
-        for token in added
-    ):
-        return "its added tokens are not a list of ids, contents and whether each is special"
     if marks_before(file):
         plain = next((token["content"] for token in added if not token["special"]), None)
         if plain is not None:
@@ -156,11 +149,7 @@ def sentencepiece_problem(file: Any) -> str | None:
                 f"its added token {plain!r} is not special, and {layout} layout puts a mark before "
                 "the text after it, so a text holding it would decode with a space it did not have"
             )
-    try:
-        library = Tokenizer.from_str(json.dumps(file))
-    except Exception as error:  # the library's own sentence for what it cannot load
-        return f"the tokenizers library does not load it: {error}"
-    return added_tokens_problem(file, library, _texts_reach)
+    return loaded_problem(file, _texts_reach)
 
 
 def _texts_reach(model: dict, library: Tokenizer, token: str, merged: set[str]) -> bool:
