@@ -4,7 +4,8 @@ written to the report --report names); random weights saved by transformers besi
 BPE.
 
 - import: `zrodlo model import` in a process of its own, its peak resident memory against the
-  bytes of the weights it reads (model.safetensors);
+  bytes of the weights it reads (model.safetensors), and the largest difference between the
+  imported model's float32 logits and transformers' own over 600 positions;
 - a fine-tuning step: zrodlo's Trainer (ChaCha20 windows and dropout masks, AdamW) on the imported
   model against a plain PyTorch loop on transformers' own model loaded from the same directory
   (torch dropout, cross-entropy, torch's AdamW), the same batch, hyperparameters and threads, the
@@ -26,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -50,6 +50,7 @@ from zrodlo.training.step import Trainer
 
 ZRODLO = Path(sys.executable).parent / "zrodlo"
 BATCH, CONTEXT = 4, 129  # 512 positions a step
+LOGIT_POSITIONS = 600  # the import's logits compared over a sequence longer than Gemma's window
 # Each shape as the released configuration states it (transformers' class and its fields).
 MODELS = {
     "gpt2_small": ("GPT2LMHeadModel", {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
@@ -74,9 +75,14 @@ MODELS = {
                             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
         "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2}),
 }  # fmt: skip
-# Whether a model's two sides, each with its AdamW state, fit in this machine's 23 GiB at once
-# (timed one step of each in turn), or are timed in processes of their own.
-TOGETHER = {"gpt2_small": True, "qwen2.5_0.5b": False, "qwen3_0.6b": False, "gemma3_270m": True}
+# Qwen3-1.7B: Qwen3-0.6B's configuration twice as wide.
+MODELS["qwen3_1.7b"] = (
+    "Qwen3ForCausalLM",
+    {**MODELS["qwen3_0.6b"][1], "hidden_size": 2048, "intermediate_size": 6144},
+)
+# The models whose two sides, each with its AdamW state, fit in this machine's 23 GiB at once
+# (timed one step of each in turn); the others are timed in processes of their own.
+TOGETHER = {"gpt2_small", "gemma3_270m"}
 
 
 def saved(directory: Path, name: str, documents: Path) -> None:
@@ -99,16 +105,6 @@ def saved(directory: Path, name: str, documents: Path) -> None:
     texts = (json.loads(line)["text"] for line in documents.open())
     tokenizer.train_from_iterator(texts, trainer)
     tokenizer.save(str(directory / "tokenizer.json"))
-
-
-def peak_of(command: list[str]) -> tuple[int, str]:
-    """Peak resident bytes of a process running `command`, and what it printed."""
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    printed = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    if status != 0:
-        raise SystemExit(f"{command[:3]} failed with status {status}")
-    return usage.ru_maxrss * 1024, printed  # kilobytes on Linux
 
 
 class Plain:
@@ -135,12 +131,12 @@ class Plain:
         self.optimizer.zero_grad(set_to_none=True)
 
 
-def loaded(directory: Path) -> torch.nn.Module:
-    """transformers' own model of the directory, in float32."""
+def loaded(directory: Path, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    """transformers' own model of the directory, in float32 or `dtype`."""
     import transformers
 
     return transformers.AutoModelForCausalLM.from_pretrained(
-        directory, local_files_only=True, dtype=torch.float32
+        directory, local_files_only=True, dtype=dtype
     )
 
 
@@ -153,11 +149,29 @@ def zrodlo_trainer(model_directory: Path, corpus: Corpus) -> Trainer:
     return Trainer.start(plan, model, corpus.tokens, check_data(corpus, model, CONTEXT), CPU)
 
 
+def largest_logit_difference(work: Path) -> float:
+    """The largest |difference| between the imported model's float32 logits and transformers'
+    own, over one sequence of LOGIT_POSITIONS random ids (past Gemma's window of 512)."""
+    from zrodlo.model.decoder import build_model
+
+    model = read_model(work / "model")
+    rng = np.random.default_rng(SEED)  # benchmark ids only
+    ids = torch.from_numpy(rng.integers(0, model.config.vocab_size, (1, LOGIT_POSITIONS)))
+    with torch.no_grad():
+        ours = build_model(model).eval()(ids)  # (1, T, vocab)
+        del model
+        theirs = loaded(work / "source").eval()(ids).logits  # (1, T, vocab)
+    return float((ours - theirs).abs().max())
+
+
 def child(kind: str, work: Path, steps: int, name: str) -> None:
-    """One process's work: the model `name` saved, or steps of one side, each step's seconds
-    printed (the first, a warm-up, left out)."""
+    """One process's work: the model `name` saved, its logits compared, or steps of one side, each
+    step's seconds printed (the first, a warm-up, left out)."""
     if kind == "save":
         saved(work / "source", name, work / "documents.jsonl")
+        return
+    if kind == "logits":
+        print(json.dumps(largest_logit_difference(work)))
         return
     corpus = Corpus.open(work / "corpus")
     if kind == "together":  # `steps` of each side, one of each in turn, after one of each
@@ -186,21 +200,21 @@ def in_child(kind: str, work: Path, steps: int = 0, name: str = "") -> tuple[int
     """Peak resident bytes of `child(kind, ...)` in a process of its own, and its steps' seconds."""
     command = [sys.executable, __file__, "--child", kind, "--work", str(work),
                "--memory-steps", str(steps), "--model", name]  # fmt: skip
-    peak, printed = peak_of(command)
+    peak, printed = measure.peak_of(command)
     return peak, json.loads(printed) if printed.strip() else []
 
 
 def compare(name: str, work: Path, repeats: int, memory_steps: int, together: bool) -> dict:
-    """Every figure of one model, each from a process of its own, since a process's peak resident
-    memory counts the high-water mark of the one it was forked from, which therefore never holds
-    a model: saved, imported, trained (the two sides' processes alternating), and then timed in
-    one process, one step of each in turn (`together`), or, where the two sides do not fit in
-    memory at once, in the training processes."""
+    """Every figure of one model, each from a process of its own (a process's peak memory counts
+    the high-water mark of the one it was forked from, which therefore never holds a model):
+    saved, imported, its logits compared, trained (the sides' processes alternating), then timed
+    one step of each in turn (`together`) or, where the sides do not fit at once, as trained."""
     source = work / "source"
     in_child("save", work, name=name)
     weights_bytes = (source / "model.safetensors").stat().st_size
-    import_peak, _ = peak_of([str(ZRODLO), "model", "import", "--from", str(source), "--output",
+    import_peak, _ = measure.peak_of([str(ZRODLO), "model", "import", "--from", str(source), "--output",
                               str(work / "model")])  # fmt: skip
+    difference = in_child("logits", work)[1]
     (work / "corpus").mkdir()
     prepare_corpus(work / "documents.jsonl", load_tokenizer(work / "model"), work / "corpus")
     peaks: dict[str, list[int]] = {"zrodlo": [], "plain": []}
@@ -228,6 +242,8 @@ def compare(name: str, work: Path, repeats: int, memory_steps: int, together: bo
             "peak_rss_bytes": import_peak,
             "peak_over_weights": round(import_peak / weights_bytes, 3),
             "meets_target": import_peak <= 2 * weights_bytes,
+            "logit_positions": LOGIT_POSITIONS,
+            "largest_logit_difference": difference,
         },
         "step": {kind: measure.summary(values) for kind, values in samples.items()},
         "tokens_per_second": {
@@ -250,7 +266,7 @@ def main() -> None:
     parser.add_argument("--models", help="the shapes to measure, by name, comma-separated")
     parser.add_argument("--report", default="hub_models", help="the report's name")
     parser.add_argument(
-        "--child", choices=["save", "zrodlo", "plain", "together"], help=argparse.SUPPRESS
+        "--child", choices=["save", "logits", "zrodlo", "plain", "together"], help=argparse.SUPPRESS
     )
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -263,7 +279,7 @@ def main() -> None:
     names = args.models.split(",") if args.models else chosen
     results = []
     for name in names:
-        together = TOGETHER[name]
+        together = name in TOGETHER
         with tempfile.TemporaryDirectory() as folder:
             work = Path(folder)
             generate(work / "documents.jsonl", 400_000)

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -88,3 +89,13 @@ def write_report(path: Path, result: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+
+
+def peak_of(command: list[str]) -> tuple[int, str]:
+    """Peak resident bytes of a process running `command`, and what it printed."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    printed = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{command[:3]} failed with status {status}")
+    return usage.ru_maxrss * 1024, printed  # kilobytes on Linux

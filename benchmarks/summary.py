@@ -31,6 +31,10 @@ SCRIPTS = {
     "checkpoint_io": "checkpoint_io.py --repeats 9",
     "train": "train.py",
     "lora": "lora.py",
+    "lora_qwen3_0.6b": "lora.py --model qwen3_0.6b --report lora_qwen3_0.6b",
+    "lora_gemma3_270m": "lora.py --model gemma3_270m --report lora_gemma3_270m",
+    "lora_bf16_base": "lora.py --model qwen3_1.7b --base bf16 --repeats 3 --memory-steps 2 "
+    "--rounds 1 --report lora_bf16_base",
     "dropout": "dropout.py",
     "resume": "resume.py",
     "distributed": "distributed.py",

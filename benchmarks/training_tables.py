@@ -27,6 +27,22 @@ IMPORTED = (
         "training_peak_ratio_zrodlo_over_plain", "the plain loop's memory", each="models/*"),
 )  # fmt: skip
 
+# The rows of LoRA against a full fine-tune and peft (benchmarks/lora.py).
+LORA = (
+    Row("Training step with adapters", "tokens_per_second/zrodlo_lora", "tokens/s",
+        "peft on transformers' model", "tokens_per_second/peft_lora",
+        "throughput_ratio_lora_over_peft/of_medians", "peft's throughput"),
+    Row("Training step with adapters", "tokens_per_second/zrodlo_lora", "tokens/s",
+        "every weight trained", "tokens_per_second/zrodlo_full",
+        "throughput_ratio_lora_over_full/of_medians", "a full fine-tune's throughput"),
+    Row("Peak memory training adapters", "peak_rss_bytes/zrodlo_lora", MIB,
+        "every weight trained", "peak_rss_bytes/zrodlo_full", "peak_ratio_lora_over_full",
+        "a full fine-tune's memory"),
+    Row("Peak memory training adapters", "peak_rss_bytes/zrodlo_lora", MIB,
+        "peft on transformers' model", "peak_rss_bytes/peft_lora",
+        "peak_ratio_lora_over_peft", "peft's memory"),
+)  # fmt: skip
+
 TRAINING = {
     "train": Table("Training", "A training step against a plain PyTorch loop",
         "Zrodlo's `Trainer.step` (ChaCha20 windows and dropout masks, gradient norm, AdamW) and "
@@ -63,26 +79,41 @@ TRAINING = {
         "As above, for Qwen3-0.6B's shape (QK-norm, heads of 128 apart from the width; its two "
         "sides timed in processes of their own, as both do not fit in memory at once) and "
         "Gemma-3-270m's (its 262,144-token embedding, (1 + w) norms around each branch, local "
-        "layers within a window of 512; a step of each in turn).",
-        IMPORTED),
+        "layers within a window of 512; a step of each in turn).", (
+        *IMPORTED,
+        Row("Largest logit difference from transformers' own over {import/logit_positions} "
+            "positions, {model}", "import/largest_logit_difference", each="models/*"),
+    )),
     "lora": Table("Training", "Low-rank adapters (LoRA) on GPT-2 small's shape",
         "Zrodlo's Trainer training adapters of rank {/rank} on {/targets} of the imported "
         "124 M model, against the same Trainer fine-tuning every weight and against a plain loop "
         "on transformers' model with peft's LoRA of the same rank, targets and alpha (batch "
         "{/batch}, context {/context}), a step of each in turn; peak memory in processes of their "
-        "own.", (
-        Row("Training step with adapters", "tokens_per_second/zrodlo_lora", "tokens/s",
-            "peft on transformers' model", "tokens_per_second/peft_lora",
+        "own.", LORA),
+    **{
+        f"lora_{name}": Table("Training", f"Low-rank adapters (LoRA) on {shown}'s shape",
+            f"As above, on {shown}'s shape ({{/parameters}} parameters).", LORA)
+        for name, shown in (("qwen3_0.6b", "Qwen3-0.6B"), ("gemma3_270m", "Gemma-3-270m"))
+    },
+    "lora_bf16_base": Table("Training", "LoRA over a base held in bfloat16, Qwen3-1.7B's shape",
+        "Zrodlo's Trainer training adapters of rank {/rank} on {/targets} of the imported "
+        "{/parameters:number} parameters with the frozen base held in bfloat16 (`--lora-base "
+        "bf16`, every product in float32), against the same adapters over the float32 base and "
+        "against peft's LoRA on transformers' model loaded in bfloat16 (its products in "
+        "bfloat16), a step of each in turn; peak memory in processes of their own, loading "
+        "included.", (
+        Row("Training step with adapters, base in bfloat16", "tokens_per_second/zrodlo_lora",
+            "tokens/s", "peft, base in bfloat16", "tokens_per_second/peft_lora",
             "throughput_ratio_lora_over_peft/of_medians", "peft's throughput"),
-        Row("Training step with adapters", "tokens_per_second/zrodlo_lora", "tokens/s",
-            "every weight trained", "tokens_per_second/zrodlo_full",
-            "throughput_ratio_lora_over_full/of_medians", "a full fine-tune's throughput"),
-        Row("Peak memory training adapters", "peak_rss_bytes/zrodlo_lora", MIB,
-            "every weight trained", "peak_rss_bytes/zrodlo_full", "peak_ratio_lora_over_full",
-            "a full fine-tune's memory"),
-        Row("Peak memory training adapters", "peak_rss_bytes/zrodlo_lora", MIB,
-            "peft on transformers' model", "peak_rss_bytes/peft_lora",
-            "peak_ratio_lora_over_peft", "peft's memory"),
+        Row("Training step with adapters, base in bfloat16", "tokens_per_second/zrodlo_lora",
+            "tokens/s", "the base in float32", "tokens_per_second/zrodlo_lora_f32_base",
+            "throughput_ratio_lora_over_lora_f32_base/of_medians", "the float32 base's throughput"),
+        Row("Peak memory training adapters, base in bfloat16", "peak_rss_bytes/zrodlo_lora", MIB,
+            "the base in float32", "peak_rss_bytes/zrodlo_lora_f32_base",
+            "peak_ratio_lora_over_lora_f32_base", "the float32 base's memory"),
+        Row("Peak memory training adapters, base in bfloat16", "peak_rss_bytes/zrodlo_lora", MIB,
+            "peft, base in bfloat16", "peak_rss_bytes/peft_lora", "peak_ratio_lora_over_peft",
+            "peft's memory"),
     )),
     "dropout": Table("Training", "Dropout masks",
         "A training step of Zrodlo's GPT with its ChaCha20 dropout masks against the same model "

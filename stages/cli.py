@@ -19,6 +19,9 @@ from zrodlo.stages import (
     init,
     params,
     pipeline,
+    pipeline_model,
+    pipeline_resume,
+    pipeline_tokenizer,
     prepare,
     report,
     resume,
@@ -71,7 +74,10 @@ checkpoint_group = typer.Typer(help="Checkpoints: resume and compare runs.", no_
 app.add_typer(corpus_group, name="corpus")
 app.add_typer(model_group, name="model")
 app.add_typer(checkpoint_group, name="checkpoint")
-pipeline_group = typer.Typer(help="The DVC pipeline: its params, checked.", no_args_is_help=True)
+pipeline_group = typer.Typer(
+    help="The DVC pipeline: its params checked, and the stages its params choose for.",
+    no_args_is_help=True,
+)
 app.add_typer(pipeline_group, name="pipeline")
 
 documents_group.command("torch-docs", epilog=documents.TORCH_DOCS_EXAMPLE)(documents.torch_docs)
@@ -91,6 +97,11 @@ checkpoint_group.command("resume", epilog=resume.EXAMPLE)(resume.resume)
 checkpoint_group.command("diff", epilog=diff.EXAMPLE)(diff.diff)
 app.command("report", epilog=report.EXAMPLE)(report.report)
 pipeline_group.command("check", epilog=pipeline.EXAMPLE)(pipeline.check)
+pipeline_group.command("tokenizer", epilog=pipeline_tokenizer.EXAMPLE)(
+    pipeline_tokenizer.pipeline_tokenizer
+)
+pipeline_group.command("model", epilog=pipeline_model.EXAMPLE)(pipeline_model.pipeline_model)
+pipeline_group.command("resume", epilog=pipeline_resume.EXAMPLE)(pipeline_resume.pipeline_resume)
 
 
 def main() -> None:

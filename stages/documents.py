@@ -73,7 +73,8 @@ def import_documents(
     ),
     skipped: Path | None = typer.Option(
         None,
-        help="List the skipped documents in this file, written even when none is skipped; "
+        help="List the skipped documents in this file, written even when none is skipped: one "
+        "JSON object a line, or one JSON array where the name ends in .json; "
         "<output>.skipped.jsonl, only when some are, if left out.",
     ),
 ) -> None:

@@ -22,7 +22,7 @@ def init(
     tokenizer: Path = typer.Option(
         ..., help="The tokenizer directory whose vocabulary the model reads."
     ),
-    output: Path = typer.Option(..., help="The model directory to write; its parent must exist."),
+    output: Path = typer.Option(..., help="The model directory to write; must not exist."),
     preset: str | None = typer.Option(
         None,
         metavar="[" + "|".join(PRESETS) + "]",

@@ -87,3 +87,12 @@ def taking(
         return command
 
     return decorate
+
+
+# The pipeline's stages that import where init.from names a directory (stages/pipeline_*.py).
+FROM_MODEL = typer.Option(
+    None,
+    "--from",
+    help="A transformers directory to start from (init.from): its tokenizer and model are "
+    "imported, where without it they are fitted and drawn.",
+)

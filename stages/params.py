@@ -57,3 +57,24 @@ def take_params(ctx: typer.Context, value: Path | None) -> Path | None:
 
         ctx.default_map = Defaults(read_params(value), value, ctx.command)
     return value
+
+
+def schedule_of_given_steps(ctx: typer.Context, plan: dict[str, Any]) -> None:
+    """With --params, the schedule follows --steps given on the command line: the train section's
+    shares (train.warmup, train.decay) are taken of those steps, where they were taken of
+    train.steps; a schedule flag given on the command line stays as given."""
+    root = ctx.find_root().default_map
+    if not isinstance(root, Defaults) or not _given(ctx, "steps"):
+        return
+    from zrodlo.pipeline.params import as_params
+    from zrodlo.pipeline.schedule import schedule_steps
+    from zrodlo.pipeline.sections import section_of
+
+    train = section_of(root.params, "train", str(root.source))
+    schedule = as_params("train", lambda: schedule_steps({**train, "steps": plan["steps"]}))
+    plan.update({name: value for name, value in schedule.items() if not _given(ctx, name)})
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"

@@ -19,10 +19,24 @@ def prepare(
     documents: Path = typer.Option(..., help="The documents (JSONL) to encode."),
     tokenizer: Path = typer.Option(..., help="A tokenizer directory (or a model directory)."),
     output: Path = typer.Option(..., help="The corpus directory to write; must not exist."),
+    enable_thinking: bool | None = typer.Option(
+        None,
+        "--enable-thinking/--disable-thinking",
+        help="Chat documents: render them with the chat template's enable_thinking on or off "
+        "(Qwen3's, SmolLM3's); corpus.json and the corpus digest record it. By default the "
+        "template's own choice.",
+        show_default=False,
+    ),
+    allow_empty: bool = typer.Option(
+        False,
+        "--allow-empty",
+        help="Write an empty corpus for a documents file of no documents (an empty test pool, "
+        "splits.test 0) instead of refusing it.",
+    ),
 ) -> None:
     """Write tokens.bin (uint16 tokens), documents.arrow (ids and lengths) and corpus.json."""
     started = time.perf_counter()
-    manifest = prepare_corpus(documents, tokenizer, output)
+    manifest = prepare_corpus(documents, tokenizer, output, enable_thinking, allow_empty)
     seconds = time.perf_counter() - started
     weighted = ""
     if "weighted_targets" in manifest:  # chat documents: the answers' targets are trained on

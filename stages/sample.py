@@ -44,6 +44,9 @@ def sample(
         model, prompt, tokens, temperature, top_k, seed=seed, device=device, ordinal=ordinal,
         chat=chat,
     )  # fmt: skip
-    typer.echo(text if chat else prompt + text)
-    if seed is None:  # recorded, so that the text can be drawn again
+    if chat and not text:
+        typer.echo("(the model ended its turn at once: the answer is empty)", err=True)
+    else:
+        typer.echo(text if chat else prompt + text)
+    if seed is None and temperature != 0:  # recorded, so that the text can be drawn again
         typer.echo(f"drawn with --seed {DEFAULT_SEED}, the default", err=True)

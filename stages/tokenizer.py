@@ -74,7 +74,14 @@ def import_tokenizer(
     from zrodlo.data.tokenizer.imported import import_tokenizer as run
 
     tokenizer = run(source, output, bos=bos, eos=eos)
+    text = tokenizer.library.id_to_token
+    if tokenizer.bos == tokenizer.eos:  # no BOS of its own (GPT-2's, Qwen's): one token frames
+        framing = f"each document between two {text(tokenizer.eos)} ({tokenizer.eos})"
+    else:
+        framing = (
+            f"each document after BOS {text(tokenizer.bos)} ({tokenizer.bos}) and before EOS "
+            f"{text(tokenizer.eos)} ({tokenizer.eos})"
+        )
     typer.echo(
-        f"wrote {output}: vocab_size {tokenizer.vocab_size}, BOS {tokenizer.bos}, "
-        f"EOS {tokenizer.eos}, digest {tokenizer.digest}"
+        f"wrote {output}: vocab_size {tokenizer.vocab_size}, {framing}, digest {tokenizer.digest}"
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from zrodlo.stages import options
+from zrodlo.stages import options, params
 from zrodlo.training.plan import RunPlan
 
 EXAMPLE = (
@@ -20,6 +20,7 @@ EXAMPLE = (
 
 @options.taking(options.declared(RunPlan), after="output")
 def train(
+    invocation: typer.Context,
     model: Path = typer.Option(
         ..., help="The model directory or checkpoint whose weights are trained."
     ),
@@ -47,6 +48,7 @@ def train(
     from zrodlo.training.display import StepDisplay
     from zrodlo.training.runs import train as train_model
 
+    params.schedule_of_given_steps(invocation, plan)
     display = StepDisplay()
     written = train_model(
         model, corpus, output, eval_corpus=eval_corpus, device=device, ordinal=ordinal,

@@ -1,7 +1,7 @@
 """The commands the docs give a user, run as written: docs/chat.md's chat fine-tune of a model
 they have (a tiny Llama with a chat template standing in for it, in `my-model/`) and then
-docs/adapters.md's adapters over it, resumed, sampled and exported, and its Python loading the
-adapter in peft. Each command must exit 0; the resumed adapters must be the run's bytes."""
+docs/adapters.md's adapters over it, resumed, sampled and exported, its Python loading the
+adapter in peft, and docs/python.md's `api.load` of the adapters' checkpoint. Each command must exit 0; the resumed adapters must be the run's bytes."""
 
 from __future__ import annotations
 
@@ -32,11 +32,20 @@ def commands(document: str, after: str) -> list[list[str]]:
     return [shlex.split(line, comments=True) for line in lines if line.strip()]
 
 
-def python_block(document: str) -> str:
+def python_blocks(document: str, after: str = "") -> list[str]:
+    """The ```python blocks of docs/`document` after the line `after`."""
     text = (ROOT / "docs" / document).read_text()
-    block = re.search(r"```python\n(.*?)```", text, re.S)
-    assert block is not None, document
-    return block.group(1)
+    blocks = re.findall(r"```python\n(.*?)```", text[text.index(after) :], re.S)
+    assert blocks, document
+    return blocks
+
+
+def run_python(code: str, cwd: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 def run_all(lines: list[list[str]], cwd: Path) -> None:
@@ -59,8 +68,7 @@ def test_the_chat_and_adapter_recipes_run_as_written(tmp_path):
         written = (tmp_path / "adapted" / "step-40" / name).read_bytes()
         assert (tmp_path / "resumed" / "step-40" / name).read_bytes() == written, name
     assert not (tmp_path / "adapted" / "step-40" / "model.safetensors").exists()
-    done = subprocess.run(
-        [sys.executable, "-c", python_block("adapters.md")], cwd=tmp_path, capture_output=True,
-        text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    run_python(python_blocks("adapters.md")[0], tmp_path)
+    for block in python_blocks("python.md", "## A model as a torch module"):
+        # The pipeline's checkpoint in the first, where this recipe trained adapted/step-40.
+        run_python(block.replace("run/step-350", "adapted/step-40"), tmp_path)

@@ -77,7 +77,12 @@ def baseline(tmp_path_factory) -> Path:
         params[section].update(values)
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     run("git", "init", "-q", cwd=repo)
-    dvc("repro", cwd=repo)
+    done = subprocess.run(
+        [str(BIN / "dvc"), "repro"], cwd=repo, env=ENV, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (repo.parent / "repro.log").write_text(done.stdout + done.stderr)  # what a user reads
     run("git", "add", "-A", cwd=repo)
     run(
         "git",
@@ -106,6 +111,14 @@ def experiments(baseline) -> dict[str, str]:
     os.environ.get("ZRODLO_FULL_TESTS") != "1",
     reason="opt in: ZRODLO_FULL_TESTS=1; CI's .ci/reproduce.py reruns the committed pipeline",
 )
+def test_the_first_repro_warns_of_nothing(baseline):
+    """No output is empty (DVC warns of one): the documents stage lists what it skipped, none,
+    as an empty JSON array."""
+    printed = (baseline.parent / "repro.log").read_text()
+    assert "WARNING" not in printed and "is empty" not in printed, printed
+    assert json.loads((baseline / "data" / "skipped.json").read_text()) == []
+
+
 def test_a_forced_rerun_of_every_stage_leaves_dvc_lock_as_it_was(baseline, tmp_path):
     """Every stage run again gives the dvc.lock it gave: .ci/reproduce.py holds the committed
     pipeline to this from nothing on every commit, so this twin on the tiny params is opt-in."""
@@ -262,8 +275,8 @@ def test_your_own_documents_are_a_params_change_and_a_dependency(baseline, tmp_p
     assert stages_run(ran) == ["pipeline", "documents"], ran
     lines = (copy / "data" / "documents.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == [f"notes/{i:02d}.txt" for i in range(30)]
-    skipped = (copy / "data" / "skipped.jsonl").read_text().splitlines()
-    assert [json.loads(line) for line in skipped] == [{"id": "empty.txt", "reason": "empty"}]
+    skipped = json.loads((copy / "data" / "skipped.json").read_text())
+    assert skipped == [{"id": "empty.txt", "reason": "empty"}]
     lock = yaml.safe_load((copy / "dvc.lock").read_text())
     source = next(d for d in lock["stages"]["documents"]["deps"] if d["path"] == "my_texts")
     added = yaml.safe_load((copy / "my_texts.dvc").read_text())["outs"][0]

@@ -46,6 +46,7 @@ DOCUMENTS = {
 PARAMS = (
     "splits:\n  source: data/documents.jsonl\n  validation: 0.2\n  test: 0.2\n"
     "tokenizer:\n  kind: char\n  vocab_size: 1024\n"
+    "prepare:\n  enable_thinking: null\n"
     "init:\n  from: null\n"
 )
 DOWNSTREAM = ["split", "tokenizer", "prepare@train", "prepare@validation", "prepare@test"]

@@ -27,7 +27,9 @@ show their steps as the command does (a live line on a terminal, a line a step o
 The commands are: torch_docs and import_documents (`documents torch-docs`, `documents import`),
 assign, split, fit_tokenizer (`tokenizer fit`), import_tokenizer (`tokenizer import`), prepare,
 init, train, resume, evaluate, sample, export, import_model (`model import`), diff (`checkpoint
-diff`), report and check_params (`pipeline check`).
+diff`), report and check_params (`pipeline check`). Beside them, `load` reads a model directory or
+checkpoint as the commands read it, for use in Python: a torch module in eval mode whose call on
+token ids gives the logits, and its tokenizer (`Loaded`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from zrodlo.data.tokenizer.imported import import_tokenizer
 from zrodlo.data.torch_docs import torch_docs
 from zrodlo.evaluation.compare import diff
 from zrodlo.evaluation.evaluate import evaluate
+from zrodlo.evaluation.loaded import Loaded, load
 from zrodlo.evaluation.report import report
 from zrodlo.evaluation.sample import sample
 from zrodlo.exchange.from_transformers import import_model
@@ -59,9 +62,9 @@ from zrodlo.training.plan import RunPlan
 from zrodlo.training.runs import quiet, resume, train
 
 __all__ = [
-    "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer",
-    "import_documents", "import_model", "import_tokenizer", "init", "prepare", "quiet", "report",
-    "resume", "sample", "split", "torch_docs", "train",
+    "Loaded", "Refusal", "assign", "check_params", "diff", "evaluate", "export", "fit_tokenizer",
+    "import_documents", "import_model", "import_tokenizer", "init", "load", "prepare", "quiet",
+    "report", "resume", "sample", "split", "torch_docs", "train",
 ]  # fmt: skip
 
 

@@ -122,6 +122,11 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
         ({"splits": {"source": None}}, f"splits.source is None; {SOURCE_RULE}"),
         ({"train": {"lora_alpha": 16}},
          "train.lora_alpha needs train.lora_rank, the rank of the adapters it describes"),
+        ({"train": {"lora_rank": 8, "lora_base": "f16"}},
+         "train.lora_base is 'f16'; it takes f32 or bf16"),
+        ({"prepare": {"enable_thinking": "no"}},
+         "prepare.enable_thinking is no; it is true or false (passed to a chat template as "
+         "enable_thinking) or null (the template's own default)"),
         ({"train": {"lora_rank": 8, "lora_targets": "q,gate"}, "init": {"architecture": "gpt"}},
          "train.lora_targets is q,gate; it names each of q, k, v, o, up, down once at most, one "
          "or more of them"),

@@ -246,14 +246,15 @@ def test_a_disk_that_fills_midway_keeps_the_checkpoints_before_and_the_run_conti
 
 
 @pytest.mark.parametrize("command", ["checkpoint diff", "model evaluate"])
-def test_an_output_file_whose_parent_is_missing_is_refused(
+def test_an_output_file_under_a_file_is_refused(
     tmp_path, inputs, train_args, resume_args, assert_refused_in_process, command
 ):
-    output = tmp_path / "missing" / "out.json"
+    (tmp_path / "reports").write_text("mine")
+    output = tmp_path / "reports" / "out.json"
     assert_refused_in_process(
         *writers(inputs, train_args, resume_args)[command](output),
-        sentence=f"{output} cannot be written: its parent {output.parent} does not exist; "
-        "Zrodlo creates only the output itself, so create the parent first",
+        sentence=f"{output} cannot be written: {output.parent} is not a directory, so it cannot "
+        "hold the output",
     )
 
 
@@ -282,3 +283,13 @@ def test_a_timing_file_on_a_full_disk_is_refused_and_none_is_left(
     assert stdout == ""
     assert sorted(p.name for p in disk.iterdir()) == ["filler"]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_timing_file_on_a_read_only_disk_is_refused_before_the_run_writes(
+    read_only, training_data, dropout_model, train_args, run_zrodlo, tmp_path
+):
+    timing, run = read_only / "logs" / "timing.csv", tmp_path / "run"
+    args = train_args(dropout_model, training_data.corpus, run, 2, {"--timing": timing})
+    returncode, stdout, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert stderr == f"Error: {timing} cannot be written: {READ_ONLY}\n"
+    assert (returncode, stdout, run.exists()) == (1, "", False)

@@ -126,17 +126,10 @@ def test_init_refuses_an_output_that_is_a_file(tmp_path, tokenizer, assert_refus
     )
 
 
-def test_init_refuses_an_output_whose_parent_is_missing(
-    tmp_path, tokenizer, assert_refused_in_process
-):
-    output = tmp_path / "missing" / "model"
-    assert_refused_in_process(
-        *init_args(tmp_path, "missing/model"),
-        sentence=(
-            f"{output} cannot be written: its parent {output.parent} does not exist; "
-            "Zrodlo creates only the output itself, so create the parent first"
-        ),
-    )
+def test_init_makes_the_missing_parents_of_its_output(tmp_path, tokenizer, run_zrodlo):
+    returncode, _, stderr = run_zrodlo(*init_args(tmp_path, "missing/model"), cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert (tmp_path / "missing" / "model" / "model.safetensors").is_file()
 
 
 def test_init_refuses_heads_that_do_not_divide_d_model(tmp_path, tokenizer, assert_refused):

@@ -14,6 +14,9 @@ from conftest import TINY_MODEL, zrodlo_succeeds
 
 from forgery import rewrite_record
 from zrodlo import api
+from zrodlo.model.directory import write_model
+from zrodlo.model.held_base import rounded
+from zrodlo.training.checkpoint import read_model
 
 pytestmark = pytest.mark.slow  # training runs and worker processes
 
@@ -110,11 +113,48 @@ def test_a_checkpoint_of_adapters_starts_no_run_and_exports_as_adapters_only(
     )  # fmt: skip
 
 
+def test_a_bfloat16_base_trains_the_adapters_of_the_rounded_base_on_any_processes(
+    lora, training_data, train_args, resume_args, run_zrodlo
+):
+    """--lora-base bf16 holds the base in half the bytes and computes in float32: its adapters and
+    their AdamW state are, to the byte, those of a run over the float32 base rounded to bfloat16,
+    on 1 process, on 2 and resumed; what it scores is what that rounded base scores."""
+    base = read_model(lora / "model")
+    (lora / "rounded").mkdir()
+    write_model(lora / "rounded", base.config, base.tokenizer, rounded(base.weights, "bf16"))
+    zrodlo_succeeds(
+        *train_args(lora / "rounded", training_data.corpus, lora / "over-rounded", 4, LORA),
+        cwd=lora,
+    )
+    held = {**LORA, "--lora-base": "bf16"}
+    runs = {"held": 1, "held-shared": 2}
+    for output, processes in runs.items():
+        args = train_args(lora / "model", training_data.corpus, lora / output, 4, held)
+        zrodlo_succeeds(*args, "--processes", processes, cwd=lora)
+    args = resume_args(lora / "held" / "step-2", training_data.corpus, lora / "held-resumed", 4)
+    returncode, _, stderr = run_zrodlo(*args, cwd=lora)
+    assert (returncode, stderr) == (0, ""), stderr
+    expected = lora / "over-rounded" / "step-4"
+    for output in (*runs, "held-resumed"):
+        for name in ("adapters.safetensors", "optimizer.safetensors"):
+            assert (lora / output / "step-4" / name).read_bytes() == (
+                expected / name
+            ).read_bytes(), (output, name)
+    scores = [
+        api.evaluate(checkpoint, [training_data.held_out])["corpora"]
+        for checkpoint in (lora / "held" / "step-4", expected)
+    ]
+    assert scores[0] == scores[1]
+
+
 @pytest.mark.parametrize(
     ("flags", "sentence"),
     [
         ({"--lora-alpha": 4}, "--lora-alpha needs --lora-rank, the rank of the adapters it "
          "describes"),
+        ({"--lora-base": "bf16"}, "--lora-base needs --lora-rank, the rank of the adapters it "
+         "describes"),
+        ({"--lora-rank": 2, "--lora-base": "f16"}, "--lora-base is 'f16'; it takes f32 or bf16"),
         ({"--lora-rank": 0}, "--lora-rank is 0; it must be a whole number of 1 or more"),
         ({"--lora-rank": 2, "--lora-alpha": "nan"}, "--lora-alpha is nan; it must be a positive "
          "finite number"),

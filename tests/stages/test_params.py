@@ -98,3 +98,25 @@ def test_the_train_section_gives_the_schedule_in_whole_updates(tmp_path, trainin
     plan = record["hyperparameters"]
     assert (plan["warmup_steps"], plan["stable_steps"], plan["decay_steps"]) == (1, 1, 2)
     assert plan["clip_norm"] is None and plan["learning_rate"] == 0.01
+
+
+def test_steps_given_on_the_command_line_take_the_schedule_with_them(
+    tmp_path, training_data, run_zrodlo
+):
+    """train.steps is 4 and --steps 8: the warmup and decay are the shares of 8, so the decay
+    still ends at the last step."""
+    train = {
+        "steps": 4, "context": 9, "batch_size": 4, "learning_rate": 0.01, "beta1": 0.9,
+        "beta2": 0.99, "epsilon": 1e-8, "weight_decay": 0.1, "decay_scope": "matrices",
+        "warmup": 0.25, "decay": 0.5, "decay_shape": "linear", "min_learning_rate": 0.001,
+        "seed": 3, "precision": "f32", "device": "cpu", "threads": 1,
+    }  # fmt: skip
+    params = params_file(tmp_path, train=train)
+    returncode, _, stderr = run_zrodlo(
+        "--params", params, "model", "train", "--model", training_data.model,
+        "--corpus", training_data.corpus, "--output", tmp_path / "run", "--steps", 8,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert (returncode, stderr) == (0, "")
+    plan = json.loads((tmp_path / "run" / "step-8" / "trainer.json").read_text())["hyperparameters"]
+    assert (plan["warmup_steps"], plan["stable_steps"], plan["decay_steps"]) == (2, 2, 4)

@@ -107,11 +107,21 @@ def test_prepare_refuses_a_bad_documents_line(tmp_path, fitted, write_documents,
     assert_refused(*prepare_args(tmp_path), sentence=sentence)
 
 
-def test_a_documents_file_without_documents_is_an_empty_corpus(tmp_path, fitted, run_zrodlo):
+def test_a_documents_file_without_documents_is_refused(tmp_path, fitted, assert_refused):
+    (tmp_path / "documents.jsonl").write_bytes(b"")
+    assert_refused(
+        *prepare_args(tmp_path),
+        sentence=f"{tmp_path / 'documents.jsonl'} holds no documents; a corpus is prepared from "
+        "one document or more (--allow-empty writes an empty one, as the pipeline does for an "
+        "empty test pool)",
+    )
+
+
+def test_allow_empty_prepares_an_empty_corpus(tmp_path, fitted, run_zrodlo):
     """An empty test pool (splits.test 0) is prepared as a corpus of no documents, which
     model evaluate leaves unscored and no run can train on."""
     (tmp_path / "documents.jsonl").write_bytes(b"")
-    returncode, _, stderr = run_zrodlo(*prepare_args(tmp_path), cwd=tmp_path)
+    returncode, _, stderr = run_zrodlo(*prepare_args(tmp_path), "--allow-empty", cwd=tmp_path)
     assert (returncode, stderr) == (0, "")
     manifest = json.loads((tmp_path / "corpus" / "corpus.json").read_text())
     assert (manifest["documents"], manifest["tokens"], manifest["unknown_rate"]) == (0, 0, 0.0)
@@ -146,7 +156,9 @@ def test_every_option_of_corpus_prepare_has_help(run_zrodlo, option_descriptions
     returncode, stdout, _ = run_zrodlo("corpus", "prepare", "--help", cwd=tmp_path)
     assert returncode == 0
     options = option_descriptions(stdout)
-    assert set(options) == {"--documents", "--tokenizer", "--output", "--help"}
+    assert set(options) == {
+        "--documents", "--tokenizer", "--output", "--enable-thinking", "--allow-empty", "--help",
+    }  # fmt: skip
     assert all(options.values()), options
 
 

@@ -193,11 +193,19 @@ def test_split_refuses_an_existing_output(workspace, assert_refused):
     assert_refused(*split_args(workspace, output), sentence=sentence)
 
 
-def test_split_refuses_an_output_whose_parent_is_missing(workspace, assert_refused):
+def test_split_makes_the_missing_parents_of_its_output(workspace, run_zrodlo):
     output = workspace / "missing" / "pools"
+    returncode, _, stderr = run_zrodlo(*split_args(workspace, output), cwd=workspace)
+    assert (returncode, stderr) == (0, "")
+    assert (output / "train.jsonl").is_file()
+
+
+def test_split_refuses_a_file_where_a_parent_would_be(workspace, assert_refused):
+    (workspace / "data").write_text("mine")
+    output = workspace / "data" / "pools"
     sentence = (
-        f"{output} cannot be written: its parent {output.parent} does not exist; "
-        "Zrodlo creates only the output itself, so create the parent first"
+        f"{output} cannot be written: {output.parent} is not a directory, so it cannot hold the "
+        "output"
     )
     assert_refused(*split_args(workspace, output), sentence=sentence)
 

@@ -56,10 +56,23 @@ def test_a_timing_file_that_cannot_be_written_is_refused_before_anything_is_writ
         sentence=f"--timing {tmp_path / 'times'} is a directory; it names the file the step "
         "times go to",
     )
-    missing = tmp_path / "no" / "timing.csv"
-    args = train_args(dropout_model, training_data.corpus, run, 2, {"--timing": missing})
+    (tmp_path / "no").write_text("mine")
+    under_a_file = tmp_path / "no" / "timing.csv"
+    args = train_args(dropout_model, training_data.corpus, run, 2, {"--timing": under_a_file})
     assert_refused(
         *args,
-        sentence=f"{missing} cannot be written: its parent {missing.parent} does not exist; "
-        "Zrodlo creates only the output itself, so create the parent first",
+        sentence=f"{under_a_file} cannot be written: {tmp_path / 'no'} is not a directory, so it "
+        "cannot hold the output",
     )
+
+
+def test_a_timing_file_gets_the_folders_it_lacks(
+    training_data, dropout_model, train_args, run_zrodlo, tmp_path
+):
+    timing = tmp_path / "logs" / "train" / "timing.csv"
+    args = train_args(
+        dropout_model, training_data.corpus, tmp_path / "run", 2, {"--timing": timing}
+    )
+    returncode, _, stderr = run_zrodlo(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (0, "")
+    assert [row[0] for row in rows(timing)] == ["step", "1", "2"]

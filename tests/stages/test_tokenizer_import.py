@@ -40,7 +40,10 @@ def imported_run(tmp_path_factory, write_documents, run_zrodlo, train_args) -> P
     )
     assert (returncode, stderr) == (0, ""), stderr
     digest = json.loads((root / "tokenizer" / "tokenizer.json").read_text())["digest"]
-    assert stdout == f"wrote tokenizer: vocab_size 356, BOS 0, EOS 0, digest {digest}\n"
+    assert stdout == (
+        f"wrote tokenizer: vocab_size 356, each document between two <|endoftext|> (0), digest "
+        f"{digest}\n"
+    )
     commands = [
         ("corpus", "prepare", "--documents", "train.jsonl", "--tokenizer", "tokenizer",
          "--output", "corpus"),

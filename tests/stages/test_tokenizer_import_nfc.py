@@ -32,7 +32,10 @@ def imported(tmp_path, run_zrodlo) -> Path:
         "--bos", "<|im_start|>", "--eos", "<|endoftext|>", cwd=tmp_path,
     )  # fmt: skip
     assert (returncode, stderr) == (0, ""), stderr
-    assert stdout.startswith("wrote tokenizer: vocab_size 357, BOS 355, EOS 354, digest ")
+    assert stdout.startswith(
+        "wrote tokenizer: vocab_size 357, each document after BOS <|im_start|> (355) and before "
+        "EOS <|endoftext|> (354), digest "
+    )
     return tmp_path
 
 

@@ -388,6 +388,19 @@ def test_a_resume_scores_the_same_windows_only_when_told_the_same_count(
     assert json.loads(stdout)["first_differing_step"] == differs, stdout
 
 
+def test_more_eval_windows_than_the_corpus_has_are_said_once(training_data, tmp_path):
+    args = training_args(
+        training_data, tmp_path / "run", steps=2, eval_corpus=training_data.held_out,
+        eval_every=1, eval_windows=50,
+    )  # fmt: skip
+    returncode, _, stderr = train(*args, cwd=tmp_path)
+    assert (returncode, stderr) == (
+        0,
+        f"warning: --eval-windows 50 is more than the 5 windows of {training_data.held_out} at "
+        "--context 9; each score reads all of them\n",
+    )
+
+
 def test_refuses_eval_windows_without_eval_every(refused):
     refused("--eval-windows needs --eval-every, the steps between held-out scores", eval_windows=2)
 
@@ -454,7 +467,7 @@ def test_every_option_of_model_train_has_help(run_zrodlo, tmp_path):
     optional |= {"min-learning-rate", "clip-norm", "shuffle", "eval-corpus", "eval-every"}
     optional |= {"eval-windows"}
     optional |= {"checkpoint-every", "keep-checkpoints", "ordinal", "processes", "threads"}
-    optional |= {"timing", "lora-rank", "lora-alpha", "lora-targets"}
+    optional |= {"timing", "lora-rank", "lora-alpha", "lora-targets", "lora-base"}
     optional |= {"help"}
     assert set(options) == expected | {f"--{name}" for name in optional}
     assert all(options.values()), options
@@ -670,11 +683,12 @@ def test_refuses_an_output_that_is_a_file(refused, tmp_path):
     )
 
 
-def test_refuses_an_output_whose_parent_is_missing(refused, tmp_path):
-    output = tmp_path / "missing" / "run"
+def test_refuses_an_output_under_a_file(refused, tmp_path):
+    (tmp_path / "runs").write_text("mine")
+    output = tmp_path / "runs" / "run"
     refused(
-        f"{output} cannot be written: its parent {output.parent} does not exist; Zrodlo creates "
-        "only the output itself, so create the parent first",
+        f"{output} cannot be written: {output.parent} is not a directory, so it cannot hold the "
+        "output",
         output=output,
     )
 

@@ -45,17 +45,18 @@ class ChatProblem(Exception):
 
 
 def encode_conversation(
-    tokenizer: Tokenizer, messages: Conversation
+    tokenizer: Tokenizer, messages: Conversation, thinking: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The conversation's ids (n,) int64 and target weights (n,) uint8; the first weight is 0, as
-    the first token is never a target. Raises ChatProblem."""
+    the first token is never a target; `thinking` is the template's `enable_thinking` (None:
+    its default). Raises ChatProblem."""
     for message in messages:
         problem = tokenizer.text_problem(message.content)
         if problem is not None:
             raise ChatProblem(f"has a message {problem}")
     if tokenizer.template is None:
         return _plain(tokenizer, messages)
-    return _templated(tokenizer, tokenizer.template, messages)
+    return _templated(tokenizer, tokenizer.template, messages, thinking)
 
 
 def chat_prompt(tokenizer: Tokenizer, text: str) -> tuple[list[int], set[int]]:
@@ -92,7 +93,7 @@ def _plain(tokenizer: Tokenizer, messages: Conversation) -> tuple[np.ndarray, np
 
 
 def _templated(
-    tokenizer: Tokenizer, template: ChatTemplate, messages: Conversation
+    tokenizer: Tokenizer, template: ChatTemplate, messages: Conversation, thinking: bool | None
 ) -> tuple[np.ndarray, np.ndarray]:
     library, special = _template_library(tokenizer)
     for number, message in enumerate(messages, start=1):
@@ -107,8 +108,10 @@ def _templated(
                 f"has message {number} holding U+E000 or U+E001, the private-use characters that "
                 "mark what the assistant writes in a rendering"
             )
-    rendered, marked = _rendered(template, messages)
-    spans = marked if marked is not None else _answer_spans(rendered, messages, _opening(template))
+    rendered, marked = _rendered(template, messages, thinking=thinking)
+    spans = marked
+    if spans is None:
+        spans = _answer_spans(rendered, messages, _opening(template, thinking))
     encoding = library.encode(rendered, add_special_tokens=False)
     ids = np.asarray(encoding.ids, np.int64)  # (n,)
     starts, ends = np.asarray(encoding.offsets, np.int64).reshape(-1, 2).T  # (n,) each
@@ -125,11 +128,14 @@ def _templated(
 
 
 def _rendered(
-    template: ChatTemplate, messages: Conversation, generation_prompt: bool = False
+    template: ChatTemplate,
+    messages: Conversation,
+    generation_prompt: bool = False,
+    thinking: bool | None = None,
 ) -> tuple[str, Spans | None]:
     """The rendering, and the spans of its generation blocks where the template has them."""
     try:
-        return unmarked(template.render(messages, generation_prompt))
+        return unmarked(template.render(messages, generation_prompt, thinking))
     except TemplateFailure as failure:
         raise ChatProblem(
             f"cannot be rendered by its tokenizer's chat template: {failure}"
@@ -137,13 +143,14 @@ def _rendered(
 
 
 @lru_cache(maxsize=4)
-def _opening(template: ChatTemplate) -> str | None:
-    """What the template writes to open an assistant's turn (its generation prompt), or None
-    where a rendering with it does not continue the one without."""
+def _opening(template: ChatTemplate, thinking: bool | None) -> str | None:
+    """What the template writes to open an assistant's turn (its generation prompt, with Qwen3's
+    empty think block where thinking is off: the prompt's, not the answer's), or None where a
+    rendering with it does not continue the one without."""
     try:
         asked = (Message("user", "x"),)
-        bare, _ = unmarked(template.render(asked))
-        opened, _ = unmarked(template.render(asked, generation_prompt=True))
+        bare, _ = unmarked(template.render(asked, thinking=thinking))
+        opened, _ = unmarked(template.render(asked, generation_prompt=True, thinking=thinking))
     except TemplateFailure:
         return None
     return opened[len(bare) :] if opened.startswith(bare) and len(opened) > len(bare) else None

@@ -40,8 +40,24 @@ def is_chat(documents: Path) -> bool:
     return first is not None and first.messages is not None
 
 
+def check_thinking(documents: Path, tokenizer: Tokenizer, thinking: bool | None) -> None:
+    """Refuse a choice of the template's thinking where nothing would read it."""
+    if thinking is None:
+        return
+    flag = "--enable-thinking" if thinking else "--disable-thinking"
+    if not is_chat(documents):
+        raise Refusal(f"{flag} chooses how a chat template renders; {documents} holds texts")
+    template = tokenizer.template
+    if template is None or not template.reads_thinking:
+        raise Refusal(
+            f"{flag} is passed to a chat template as enable_thinking, and the tokenizer's "
+            f"{'template reads none' if template else 'has no template'} (Qwen3's and SmolLM3's "
+            "read it)"
+        )
+
+
 def _encoded(
-    documents: Path, document: Document, tokenizer: Tokenizer
+    documents: Path, document: Document, tokenizer: Tokenizer, thinking: bool | None
 ) -> tuple[np.ndarray, np.ndarray]:
     name = f"{documents} line {document.line} (id {json.dumps(document.id, ensure_ascii=False)})"
     if document.messages is None:
@@ -50,16 +66,20 @@ def _encoded(
             "documents holds conversations only"
         )
     try:
-        return encode_conversation(tokenizer, document.messages)
+        return encode_conversation(tokenizer, document.messages, thinking)
     except ChatProblem as problem:
         raise Refusal(f"{name} {problem}") from None
 
 
 def prepare_chat_corpus(
-    documents: Path, tokenizer: Tokenizer, output: Path, batch_characters: int
+    documents: Path,
+    tokenizer: Tokenizer,
+    output: Path,
+    batch_characters: int,
+    thinking: bool | None = None,
 ) -> CorpusManifest:
-    """Render, weigh and encode a file of chat documents into the directory `output`; return the
-    manifest written there."""
+    """Render, weigh and encode a file of chat documents into the directory `output`, the template
+    given `thinking` as enable_thinking where it is not None; return the manifest written there."""
     dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
     content, tokens_hash, weights_hash = ContentDigest(), hashlib.sha256(), hashlib.sha256()
     count = characters = total = weighted = unknown = largest = 0
@@ -70,7 +90,7 @@ def prepare_chat_corpus(
         ipc.new_file(listing, DOCUMENTS_SCHEMA) as writer,
     ):
         for batch in batched(read_documents(documents), batch_characters):
-            encoded = [_encoded(documents, document, tokenizer) for document in batch]
+            encoded = [_encoded(documents, document, tokenizer, thinking) for document in batch]
             ids = [document.id for document in batch]
             sizes = np.array([len(tokens) for tokens, _ in encoded], np.int64)  # (k,)
             offsets = np.zeros(len(sizes) + 1, np.int64)  # (k+1,)
@@ -92,10 +112,11 @@ def prepare_chat_corpus(
             if tokenizer.unk is not None:
                 unknown += int(np.count_nonzero(tokens == tokenizer.unk))
             largest = max(largest, int(tokens.max()))
+    chosen = {} if thinking is None else {"enable_thinking": thinking}
     body = {
         "format_version": WEIGHTED_VERSION,
         "tokenizer_digest": tokenizer.digest,
-        "corpus_digest": weighted_digest(content.hexdigest(), weights_hash.hexdigest()),
+        "corpus_digest": weighted_digest(content.hexdigest(), weights_hash.hexdigest(), thinking),
         "tokens_digest": content.hexdigest(),
         "documents": count,
         "characters": characters,
@@ -110,6 +131,7 @@ def prepare_chat_corpus(
         "tokens_sha256": tokens_hash.hexdigest(),
         "documents_sha256": file_sha256(output / DOCUMENTS_FILE),
         "weights_sha256": weights_hash.hexdigest(),
+        **chosen,
     }
     manifest = CorpusManifest(**body, manifest_sha256=json_sha256(body))
     write_json(output / MANIFEST_FILE, manifest)

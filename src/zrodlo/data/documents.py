@@ -52,6 +52,25 @@ def open_documents(path: Path) -> BinaryIO:
         raise Refusal(f"{path} cannot be read: {error.strerror}") from None
 
 
+# The longest line a documents file may hold, 256 MiB: a longer one (a file without line breaks, a
+# sparse file of gigabytes) is refused after that many bytes, never read whole into memory.
+MAX_LINE_BYTES = 1 << 28
+
+
+def document_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The lines of a documents file with their numbers from 1, each read up to the bound."""
+    with open_documents(path) as handle:
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise Refusal(
+                    f"{path} line {number} is longer than {MAX_LINE_BYTES:,} bytes; {_NEEDS}, "
+                    "a line a document"
+                )
+            yield number, raw
+
+
 def is_unicode(text: str) -> bool:
     """Whether a string holds no lone surrogate, so that UTF-8 can encode it."""
     try:
@@ -119,17 +138,16 @@ def parse_line(path: Path, number: int, raw: bytes, empty_text: bool = False) ->
 def read_documents(path: Path) -> Iterator[Document]:
     """Stream the validated documents of a file, refusing the first bad line or duplicate id."""
     first_line: dict[str, int] = {}
-    with open_documents(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            document = parse_line(path, number, raw)
-            earlier = first_line.setdefault(document.id, number)
-            if earlier != number:
-                shown = json.dumps(document.id, ensure_ascii=False)
-                raise Refusal(
-                    f"{path} lines {earlier} and {number} both have id {shown}; "
-                    "every document needs an id of its own"
-                )
-            yield document
+    for number, raw in document_lines(path):
+        document = parse_line(path, number, raw)
+        earlier = first_line.setdefault(document.id, number)
+        if earlier != number:
+            shown = json.dumps(document.id, ensure_ascii=False)
+            raise Refusal(
+                f"{path} lines {earlier} and {number} both have id {shown}; "
+                "every document needs an id of its own"
+            )
+        yield document
 
 
 def batched(documents: Iterable[Document], characters: int) -> Iterator[list[Document]]:

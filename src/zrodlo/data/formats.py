@@ -50,4 +50,5 @@ class CorpusManifest(TypedDict):
     tokens_sha256: str
     documents_sha256: str
     weights_sha256: NotRequired[str]
+    enable_thinking: NotRequired[bool]  # where `corpus prepare` chose the template's thinking
     manifest_sha256: str

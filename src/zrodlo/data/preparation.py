@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from zrodlo.data.chat_preparation import is_chat, prepare_chat_corpus
+from zrodlo.data.chat_preparation import check_thinking, is_chat, prepare_chat_corpus
 from zrodlo.data.corpus import (
     DOCUMENTS_FILE,
     DOCUMENTS_SCHEMA,
@@ -29,23 +29,39 @@ from zrodlo.data.corpus import (
     TOKENS_FILE,
     token_type,
 )
+from zrodlo.data.documents import read_documents
 from zrodlo.data.encoding import encoded_batches
 from zrodlo.data.formats import CorpusManifest
 from zrodlo.data.tokenizer import Tokenizer, load_tokenizer
 from zrodlo.data.verification import ContentDigest, drop_behind_pages
 from zrodlo.storage.digest import file_sha256, json_sha256, write_json
 from zrodlo.storage.outputs import check_new_directory, new_directory
+from zrodlo.storage.refusal import Refusal
 
 _BATCH_CHARACTERS = 1 << 22
 
 
-def prepare(documents: Path, tokenizer: Path, output: Path) -> CorpusManifest:
+def prepare(
+    documents: Path,
+    tokenizer: Path,
+    output: Path,
+    enable_thinking: bool | None = None,
+    allow_empty: bool = False,
+) -> CorpusManifest:
     """Encode a documents file with the tokenizer (or model) directory `tokenizer` into the new
-    corpus directory `output`; return its manifest, as corpus.json records it."""
+    corpus directory `output`; return its manifest, as corpus.json records it. `enable_thinking`
+    is passed to a chat template that reads it (None: the template's default); a file of no
+    documents is refused unless `allow_empty` (an empty test pool)."""
     check_new_directory(output)
+    if not allow_empty and next(iter(read_documents(documents)), None) is None:
+        raise Refusal(
+            f"{documents} holds no documents; a corpus is prepared from one document or more "
+            "(--allow-empty writes an empty one, as the pipeline does for an empty test pool)"
+        )
     fitted = load_tokenizer(tokenizer)
+    check_thinking(documents, fitted, enable_thinking)
     with new_directory(output) as partial:
-        return prepare_corpus(documents, fitted, partial)
+        return prepare_corpus(documents, fitted, partial, thinking=enable_thinking)
 
 
 def _write_through(sink: BinaryIO, tokens: np.ndarray) -> None:
@@ -63,6 +79,7 @@ def prepare_corpus(
     tokenizer: Tokenizer,
     output: Path,
     batch_characters: int = _BATCH_CHARACTERS,
+    thinking: bool | None = None,
 ) -> CorpusManifest:
     """Encode a documents file into the directory `output`; return the manifest written there.
 
@@ -74,7 +91,7 @@ def prepare_corpus(
     the input size. A file of chat documents is prepared as one (`zrodlo.data.chat_preparation`).
     """
     if is_chat(documents):
-        return prepare_chat_corpus(documents, tokenizer, output, batch_characters)
+        return prepare_chat_corpus(documents, tokenizer, output, batch_characters, thinking)
     dtype = np.dtype(token_type(tokenizer.vocab_size)).newbyteorder("<")
     content, tokens_hash = ContentDigest(), hashlib.sha256()
     count = characters = total = unknown = largest = 0

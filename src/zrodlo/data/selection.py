@@ -70,14 +70,17 @@ def check_skipped_file(output: Path, selection: Selection, listed: Path | None =
 
 
 def write_skipped(output: Path, imported: Imported, listed: Path | None = None) -> None:
-    """List the skipped documents, one JSON object a line with the id and the reason: into
-    `listed` where given, even when none was skipped (a pipeline declares the file), else beside
-    `output` when there are any."""
+    """List the skipped documents, each a JSON object with the id and the reason, one a line or,
+    where the file's name ends in .json, in one JSON array (`[]` when none: a file a pipeline
+    declares is then never empty): into `listed` where given, even when none was skipped, else
+    beside `output` when there are any."""
     if not imported.skipped and listed is None:
         return
     imported.skipped_file = listed or skipped_file_of(output)
+    entries = [{"id": doc_id, "reason": why} for doc_id, why in imported.skipped]
+    if imported.skipped_file.suffix == ".json":
+        text = json.dumps(entries, ensure_ascii=False, indent=1) + "\n"
+    else:
+        text = "".join(json.dumps(entry) + "\n" for entry in entries)
     with new_file(imported.skipped_file) as partial:
-        lines = (
-            json.dumps({"id": doc_id, "reason": why}) + "\n" for doc_id, why in imported.skipped
-        )
-        partial.write_text("".join(lines), encoding="utf-8")
+        partial.write_text(text, encoding="utf-8")

@@ -18,8 +18,8 @@ from zrodlo.data.cutting import Cutting
 from zrodlo.data.documents import (
     InvalidConversation,
     document_line,
+    document_lines,
     is_unicode,
-    open_documents,
     parse_line,
 )
 from zrodlo.data.selection import (
@@ -106,26 +106,25 @@ def jsonl_documents(
     """The documents of a documents file (JSONL, one object a line with an id and a text or a
     conversation in messages; other fields are dropped) that `selection` takes, in file order."""
     imported = Imported() if imported is None else imported
-    with open_documents(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                document = parse_line(path, number, raw, empty_text=selection.skip_empty)
-            except InvalidConversation as invalid:
-                if not selection.skip_invalid:
-                    raise
-                if selection.takes(invalid.doc_id):
-                    imported.skipped.append((invalid.doc_id, INVALID))
-                else:
-                    imported.left_out += 1
-                continue
-            if not selection.takes(document.id):
-                imported.left_out += 1
-            elif document.messages is not None:
-                yield document.id, document.messages
-            elif not document.text:
-                imported.skipped.append((document.id, EMPTY))
+    for number, raw in document_lines(path):
+        try:
+            document = parse_line(path, number, raw, empty_text=selection.skip_empty)
+        except InvalidConversation as invalid:
+            if not selection.skip_invalid:
+                raise
+            if selection.takes(invalid.doc_id):
+                imported.skipped.append((invalid.doc_id, INVALID))
             else:
-                yield document.id, document.text
+                imported.left_out += 1
+            continue
+        if not selection.takes(document.id):
+            imported.left_out += 1
+        elif document.messages is not None:
+            yield document.id, document.messages
+        elif not document.text:
+            imported.skipped.append((document.id, EMPTY))
+        else:
+            yield document.id, document.text
 
 
 def source_documents(

@@ -28,9 +28,11 @@ WEIGHTED_KEYS = ("tokens_digest", "weights_sha256", "weighted_targets")
 _READ = 1 << 24  # bytes a verifying pass reads at a time
 
 
-def weighted_digest(tokens_digest: str, weights_sha256: str) -> str:
-    """The corpus digest of a weighted corpus."""
-    return json_sha256({"tokens": tokens_digest, "weights": weights_sha256})
+def weighted_digest(tokens_digest: str, weights_sha256: str, thinking: object = None) -> str:
+    """The corpus digest of a weighted corpus, and of the `enable_thinking` its template was
+    rendered with where the preparation chose one."""
+    chosen = {} if thinking is None else {"enable_thinking": thinking}
+    return json_sha256({"tokens": tokens_digest, "weights": weights_sha256, **chosen})
 
 
 def map_weights(path: Path, manifest: dict) -> np.ndarray:
@@ -76,7 +78,9 @@ def verify_weights(path: Path, manifest: dict, drop_behind: bool) -> None:
             f"{manifest_file} records {manifest['weighted_targets']} weights of 0 or 1; the "
             "manifest is not this corpus's, so prepare the corpus again"
         )
-    expected = weighted_digest(manifest["tokens_digest"], manifest["weights_sha256"])
+    expected = weighted_digest(
+        manifest["tokens_digest"], manifest["weights_sha256"], manifest.get("enable_thinking")
+    )
     if manifest["corpus_digest"] != expected:
         raise Refusal(
             f"{manifest_file} records corpus {manifest['corpus_digest']}, and its tokens and "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from zrodlo.model.config import ModelConfig
 from zrodlo.storage.refusal import Refusal
 
+BASE_FORMATS = ("f32", "bf16")  # as `zrodlo.model.held_base` holds a frozen base
 DEFAULT_TARGETS = ("q", "v")  # the LoRA paper's choice, and peft's for llama
 
 
@@ -47,11 +48,13 @@ def places(config: ModelConfig) -> dict[str, Place]:
 
 @dataclass(frozen=True)
 class AdapterSpec:
-    """The adapters of a fine-tune: their rank, alpha and targets (`places` names)."""
+    """The adapters of a fine-tune: their rank, alpha and targets (`places` names), and the
+    number format the frozen base is held in (`zrodlo.model.held_base`: f32 or bf16)."""
 
     rank: int
     alpha: float
     targets: tuple[str, ...]
+    base: str = "f32"
 
     @property
     def scale(self) -> float:
@@ -69,6 +72,7 @@ class AdapterSpec:
                 f"--lora-targets is {','.join(self.targets)}; it names each of "
                 f"{', '.join(offered)} once at most, one or more of them"
             )
+        check_base(self.base)
 
     def shapes(self, config: ModelConfig) -> dict[str, tuple[int, int]]:
         """Each adapter tensor's name and shape: blocks.<i>.<linear>.lora_<target>.A (r, in) and
@@ -82,6 +86,12 @@ class AdapterSpec:
                 shapes[f"{stem}.A"] = (self.rank, widths[place.linear])
                 shapes[f"{stem}.B"] = (place.stop - place.start, self.rank)
         return shapes
+
+
+def check_base(base: object) -> None:
+    """Refuse a number format for a frozen base that is not one of `BASE_FORMATS`."""
+    if base not in BASE_FORMATS:
+        raise Refusal(f"--lora-base is {base!r}; it takes f32 or bf16")
 
 
 def input_widths(config: ModelConfig) -> dict[str, int]:

@@ -23,6 +23,7 @@ from zrodlo.draws.chacha import Purpose, Stream
 from zrodlo.draws.floats import uniform
 from zrodlo.model.adapter_spec import AdapterSpec, places
 from zrodlo.model.config import ModelConfig
+from zrodlo.model.held_base import rounded
 from zrodlo.storage.refusal import Refusal
 
 ADAPTERS_FILE = "adapters.safetensors"
@@ -158,9 +159,10 @@ def merged(
     spec: AdapterSpec,
     adapters: dict[str, torch.Tensor],
 ) -> dict[str, torch.Tensor]:
-    """The base `weights` with each adapter's scale * B A added to its rows: the model a fine-tune
-    made, as one set of weights (what `model export` without --adapter writes)."""
-    out = {name: tensor.clone() for name, tensor in weights.items()}
+    """The base `weights`, as the run held them, with each adapter's scale * B A added to its rows:
+    the model a fine-tune made, as one set of float32 weights (what `model export` without
+    --adapter writes)."""
+    out = rounded(weights, spec.base)
     offered = places(config)
     for layer in range(config.layers):
         for target in (name for name in offered if name in spec.targets):

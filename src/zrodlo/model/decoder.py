@@ -11,7 +11,6 @@ random state.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from zrodlo.model.adapters import attach
@@ -19,6 +18,7 @@ from zrodlo.model.attention import Angles, Attention, KVCache, rotary_angles
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.directory import Model
 from zrodlo.model.dropout import Site, StepMasks
+from zrodlo.model.held_base import DTYPES, hold_linears, linear
 from zrodlo.model.layers import dropped, feed_forward, norm
 from zrodlo.model.parts import Rotary
 from zrodlo.model.weights import check_weights
@@ -80,12 +80,12 @@ class Decoder(nn.Module):
         T = tokens.size(1)
         masks = masks if self.training else None
         parts = self.config.parts
-        x = self.token_embedding(tokens)  # (B, T, d_model)
+        x = self.token_embedding(tokens).float()  # (B, T, d_model); a held base's rows upcast
         if parts.embedding_scale is not None:  # a float32 scale in the weights' dtype, as Gemma's
             x = x * torch.tensor(parts.embedding_scale, dtype=torch.float32).to(x.dtype)
         if parts.learned_positions:
             positions = torch.arange(start, start + T, device=tokens.device)  # (T,)
-            x = x + self.position_embedding(positions)
+            x = x + self.position_embedding(positions).float()
         x = dropped(x, masks, 0, Site.EMBEDDING, self.config.dropout)
         angles: dict[Rotary, Angles] = {}  # each rotary the layers take, computed once
         for rotary in {spec.rotary for spec in parts.attention.layers} - {None}:
@@ -96,7 +96,7 @@ class Decoder(nn.Module):
         if cache is not None:
             cache.length += T
         head = self.token_embedding.weight if parts.tied_head else self.lm_head.weight
-        logits = F.linear(self.final_norm(x), head).float()  # (B, T, vocab_size)
+        logits = linear(self.final_norm(x), head).float()  # (B, T, vocab_size)
         if parts.logit_cap is not None:
             logits = torch.tanh(logits / parts.logit_cap) * parts.logit_cap
         return logits
@@ -118,20 +118,27 @@ def build_decoder(
     weights: dict[str, torch.Tensor],
     device: str | torch.device = "cpu",
     source: str = "the weights",
+    held: str = "f32",
 ) -> Decoder:
-    """The decoder of `config` holding copies of `weights` on `device`, after `check_weights` has
-    accepted them; `source` names where they were read from."""
+    """The decoder of `config` holding copies of `weights` on `device` in the format `held` (a
+    frozen base's, `zrodlo.model.held_base`), after `check_weights` has accepted them; `source`
+    names where they were read from."""
     check_weights(config, weights, source)
     model = Decoder(config)
-    copies = {name: w.detach().to(device, torch.float32, copy=True) for name, w in weights.items()}
+    dtype = DTYPES[held]
+    copies = {name: w.detach().to(device, dtype, copy=True) for name, w in weights.items()}
     model.load_state_dict(copies, strict=True, assign=True)
+    if dtype != torch.float32:
+        hold_linears(model)
     return model
 
 
 def build_model(model: Model, device: str | torch.device = "cpu") -> Decoder:
     """The decoder of a model read from disk on `device`: its weights, and where it has adapters,
-    those beside the frozen weights they adapt, computed as training computed them."""
-    network = build_decoder(model.config, model.weights, device, str(model.path))
+    those beside the frozen weights they adapt (held as the run held them), computed as training
+    computed them."""
+    held = "f32" if model.adapters is None else model.adapters.spec.base
+    network = build_decoder(model.config, model.weights, device, str(model.path), held)
     if model.adapters is not None:
         attach(network, model.config, model.adapters.spec, model.adapters.tensors)
     return network

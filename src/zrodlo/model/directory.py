@@ -8,7 +8,7 @@ holds the same files and more. No pickle anywhere: loading a stranger's model ne
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,11 @@ class Model:
     tokenizer: Tokenizer
     weights: dict[str, torch.Tensor]
     adapters: Adapters | None = None
+
+    def without_weights(self) -> Model:
+        """This model with its weights let go: what a run keeps of where it started once its
+        network holds copies of them, so that it does not hold them twice."""
+        return replace(self, weights={})
 
 
 def read_model_directory(path: Path) -> Model:

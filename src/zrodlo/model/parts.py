@@ -161,13 +161,16 @@ def parameter_count(config: ModelConfig) -> int:
     return outer + config.layers * sum(math.prod(shape) for shape in block_shapes(config).values())
 
 
-def training_state_bytes(config: ModelConfig, adapter_numbers: int | None = None) -> int:
-    """Bytes of the float32 numbers training holds: for each weight it trains, the weight, its
+def training_state_bytes(
+    config: ModelConfig, adapter_numbers: int | None = None, base_bytes: int = 4
+) -> int:
+    """Bytes of the numbers training holds: for each weight it trains, the float32 weight, its
     gradient and AdamW's two moments; where it trains `adapter_numbers` adapter numbers alone,
-    each weight once and those four for each adapter number."""
+    each weight once in `base_bytes` bytes (2 for a bfloat16 base) and those four float32 numbers
+    for each adapter number."""
     if adapter_numbers is None:
         return parameter_count(config) * 4 * 4
-    return (parameter_count(config) + 4 * adapter_numbers) * 4
+    return parameter_count(config) * base_bytes + 4 * adapter_numbers * 4
 
 
 def step_activation_bytes(config: ModelConfig, windows: int, context: int, precision: str) -> int:

@@ -35,6 +35,7 @@ RULES = (
     "splits: a splits.json of your own that is a file, or shares that leave documents to train on",
     "every key of a stage's section: an option of the command the stage runs",
     "tokenizer: a kind and, for bpe, a vocabulary size tokenizer fit accepts",
+    "prepare.enable_thinking: true, false or null",
     "init: a model configuration model init accepts, its shape a preset's where not given",
     "train.warmup and train.decay: shares of train.steps that add up to 1 at most",
     "train: a plan model train accepts, with --shuffle and the schedule as the stage passes them",
@@ -60,7 +61,9 @@ _SOURCE_RULE = (
 )
 
 # The sections the pipeline's stages read, each checked below.
-SECTIONS = ("documents", "splits", "tokenizer", "init", "train", "resume", "evaluate", "report")
+SECTIONS = (
+    "documents", "splits", "tokenizer", "prepare", "init", "train", "resume", "evaluate", "report",
+)  # fmt: skip
 
 
 def check_params(
@@ -83,6 +86,12 @@ def check_params(
         command: command_options(sections, command, (options or {}).get(command), str(params))
         for command in COMMANDS
     }
+    thinking = sections["prepare"].get("enable_thinking")
+    if thinking is not None and not isinstance(thinking, bool):
+        raise Refusal(
+            f"prepare.enable_thinking is {thinking}; it is true or false (passed to a chat "
+            "template as enable_thinking) or null (the template's own default)"
+        )
     splits, init, train = sections["splits"], sections["init"], sections["train"]
     if _draws_pools(splits.get("source"), params.parent):  # else the shares are unread
         as_params("splits", lambda: check_shares(splits["validation"], splits["test"]))

@@ -66,6 +66,7 @@ COMMANDS = {
     "documents import": Reads("documents"),
     "documents assign": Reads("splits"),
     "tokenizer fit": Reads("tokenizer", convert=_kind_keys),
+    "corpus prepare": Reads("prepare"),
     "model init": Reads("init", convert=init_options),
     "model train": Reads("train", convert=_schedule),
     "checkpoint resume": Reads(None, {name: f"train.{name}" for name in _RESUMED}),
@@ -78,6 +79,14 @@ COMMANDS = {
         },
     ),
     "report": Reads("report"),
+    # The stages that choose by their params, each one command (stages/pipeline_*.py).
+    "pipeline tokenizer": Reads("tokenizer", {"source": "init.from"}, convert=_kind_keys),
+    "pipeline model": Reads("init", {"source": "init.from"}, convert=init_options),
+    "pipeline resume": Reads(
+        None,
+        {name: f"train.{name}" for name in _RESUMED}
+        | {"check": "resume.check", "before_end": "resume.before_end"},
+    ),
 }
 
 

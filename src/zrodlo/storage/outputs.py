@@ -23,7 +23,7 @@ _PARTIAL = ".partial-"
 
 
 def check_new_directory(path: Path) -> None:
-    """Refuse an output directory that exists or whose parent does not."""
+    """Refuse an output directory that exists or whose missing parents cannot be made."""
     if path.exists() or path.is_symlink():
         if path.is_dir():
             raise Refusal(
@@ -34,28 +34,58 @@ def check_new_directory(path: Path) -> None:
 
 
 def check_new_file(path: Path) -> None:
-    """Refuse an output file that exists or whose parent does not."""
+    """Refuse an output file that exists or whose missing parents cannot be made."""
     if path.exists() or path.is_symlink():
         raise Refusal(f"{path} already exists; Zrodlo writes a new file and overwrites nothing")
     check_parent(path)
 
 
 def check_replaceable(path: Path) -> None:
-    """Refuse a file output that `replace_file` could not put in place: a directory, or a missing
-    parent."""
+    """Refuse a file output that `replace_file` could not put in place: a directory, or one whose
+    missing parents cannot be made."""
     if path.is_dir():
         raise Refusal(f"{path} is a directory; Zrodlo writes a file there, so name a file")
     check_parent(path)
 
 
 def check_parent(path: Path) -> None:
-    """Refuse an output whose parent directory does not exist."""
-    parent = path.absolute().parent
-    if not parent.is_dir():
+    """Refuse an output whose missing parent directories cannot be made (as DVC makes them): a
+    file on the way where a directory would be, or the nearest directory on the way one this
+    process cannot write in (a read-only file system), before anything is written."""
+    ancestor = path.absolute().parent
+    while not (ancestor.exists() or ancestor.is_symlink()):
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        shown = path.parent if ancestor == path.absolute().parent else ancestor
         raise Refusal(
-            f"{path} cannot be written: its parent {path.parent} does not exist; "
-            "Zrodlo creates only the output itself, so create the parent first"
+            f"{path} cannot be written: {shown} is not a directory, so it cannot hold the output"
         )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        read_only = os.statvfs(ancestor).f_flag & os.ST_RDONLY
+        code = errno.EROFS if read_only else errno.EACCES
+        raise WriteFailure(path, OSError(code, os.strerror(code)))
+
+
+@contextlib.contextmanager
+def parents_made(path: Path) -> Iterator[None]:
+    """Make the missing parent directories of `path` for the block; if the block fails, remove
+    those made here again, so that a failed write leaves no empty directories behind."""
+    missing, parent = [], path.absolute().parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    try:
+        try:
+            for directory in reversed(missing):
+                directory.mkdir(exist_ok=True)
+        except OSError as error:
+            raise WriteFailure(path, error) from None
+        yield
+    except BaseException:
+        for directory in missing:  # the deepest first; one that holds something else stays
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise
 
 
 def check_in_place(path: Path) -> None:
@@ -98,16 +128,17 @@ def directory_of_files(path: Path) -> Iterator[Path]:
     """A directory that files are replaced in, created if missing; if it was created here and the
     block fails, it is removed again, so a failed write leaves no empty directory behind."""
     created = not path.exists()
-    try:
-        path.mkdir(exist_ok=True)
-    except OSError as error:
-        raise WriteFailure(path, error) from None
-    try:
-        yield path
-    except BaseException:
-        if created:
-            shutil.rmtree(path, ignore_errors=True)
-        raise
+    with parents_made(path):
+        try:
+            path.mkdir(exist_ok=True)
+        except OSError as error:
+            raise WriteFailure(path, error) from None
+        try:
+            yield path
+        except BaseException:
+            if created:
+                shutil.rmtree(path, ignore_errors=True)
+            raise
 
 
 def partial_name(path: Path) -> Path:
@@ -205,17 +236,18 @@ def new_directory(path: Path) -> Iterator[Path]:
     check_new_directory(path)
     remove_leftovers(path)
     partial = partial_name(path)
-    try:
-        partial.mkdir()
-        yield partial
-        _sync_tree(partial)
-        os.rename(partial, path)
-        sync_directory(path.absolute().parent)
-    except BaseException as error:
-        shutil.rmtree(partial, ignore_errors=True)
-        if _refused_write(error, partial):
-            raise WriteFailure(path, error) from None
-        raise
+    with parents_made(path):
+        try:
+            partial.mkdir()
+            yield partial
+            _sync_tree(partial)
+            os.rename(partial, path)
+            sync_directory(path.absolute().parent)
+        except BaseException as error:
+            shutil.rmtree(partial, ignore_errors=True)
+            if _refused_write(error, partial):
+                raise WriteFailure(path, error) from None
+            raise
 
 
 @contextlib.contextmanager
@@ -224,17 +256,18 @@ def new_file(path: Path) -> Iterator[Path]:
     check_new_file(path)
     remove_leftovers(path)
     partial = partial_name(path)
-    try:
-        yield partial
-        with open(partial, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.rename(partial, path)
-        sync_directory(path.absolute().parent)
-    except BaseException as error:
-        _discard(partial)
-        if _refused_write(error, partial):
-            raise WriteFailure(path, error) from None
-        raise
+    with parents_made(path):
+        try:
+            yield partial
+            with open(partial, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.rename(partial, path)
+            sync_directory(path.absolute().parent)
+        except BaseException as error:
+            _discard(partial)
+            if _refused_write(error, partial):
+                raise WriteFailure(path, error) from None
+            raise
 
 
 def replace_file(path: Path, data: bytes) -> None:
@@ -244,18 +277,19 @@ def replace_file(path: Path, data: bytes) -> None:
     check_replaceable(path)
     remove_leftovers(path)
     partial = partial_name(path)
-    try:
-        # A new file, never through a link someone left at the temporary's name.
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(partial, path)
-        sync_directory(path.absolute().parent)
-    except OSError as error:
-        _discard(partial)
-        raise WriteFailure(path, error) from None
-    except BaseException:
-        _discard(partial)
-        raise
+    with parents_made(path):
+        try:
+            # A new file, never through a link someone left at the temporary's name.
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(partial, path)
+            sync_directory(path.absolute().parent)
+        except OSError as error:
+            _discard(partial)
+            raise WriteFailure(path, error) from None
+        except BaseException:
+            _discard(partial)
+            raise

@@ -58,16 +58,17 @@ def base_path(checkpoint: Path, record: dict) -> Path:
 
 
 def recorded_spec(checkpoint: Path, record: dict) -> AdapterSpec:
-    """The adapters' rank, alpha and targets as the verified record's hyperparameters hold them."""
+    """The adapters' rank, alpha, targets and base format as the verified record's hyperparameters
+    hold them (a record without lora_base held its base in float32)."""
     hyperparameters = record["hyperparameters"]
     rank, alpha = hyperparameters.get("lora_rank"), hyperparameters.get("lora_alpha")
-    targets = hyperparameters.get("lora_targets")
+    targets, base = hyperparameters.get("lora_targets"), hyperparameters.get("lora_base", "f32")
     if not (isinstance(targets, str) and isinstance(alpha, (int, float))):
         raise Refusal(
             f"{checkpoint / TRAINER_FILE} records adapters without their lora_alpha and "
             "lora_targets"
         )
-    return AdapterSpec(rank, float(alpha), tuple(targets.split(",")))
+    return AdapterSpec(rank, float(alpha), tuple(targets.split(",")), base)
 
 
 def adapted_model(

@@ -60,6 +60,23 @@ def check_held_out(eval_corpus: Path | None, eval_every: int | None) -> None:
         raise Refusal("--eval-every needs --eval-corpus, the held-out corpus to score")
 
 
+class HeldOutWarning(UserWarning):
+    """--eval-windows asks for more windows than the held-out corpus has: each score reads all of
+    them, and the run says so once, before its first step."""
+
+
+def held_out_notices(held_out: HeldOut | None, plan: RunPlan) -> list[Warning]:
+    asked = plan.eval_windows
+    if held_out is None or asked is None or asked <= len(held_out.table):
+        return []
+    return [
+        HeldOutWarning(
+            f"--eval-windows {asked} is more than the {len(held_out.table)} windows of "
+            f"{held_out.corpus.path} at --context {plan.context}; each score reads all of them"
+        )
+    ]
+
+
 def open_held_out(eval_corpus: Path | None, model: Model, plan: RunPlan) -> HeldOut | None:
     if eval_corpus is None:
         return None
@@ -219,7 +236,8 @@ class _Records:
 
 
 def check_timing(timing: Path) -> None:
-    """Refuse a timing file that cannot be written: a directory, or one with no parent."""
+    """Refuse a timing file that cannot be written: a directory, a link, or one whose folders
+    cannot be made or written in, before the run writes anything."""
     if timing.is_dir():
         raise Refusal(f"--timing {timing} is a directory; it names the file the step times go to")
     check_parent(timing)

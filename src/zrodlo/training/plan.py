@@ -17,7 +17,7 @@ import numpy as np
 
 from zrodlo.data.windows import check_context
 from zrodlo.draws.chacha import check_seed
-from zrodlo.model.adapter_spec import DEFAULT_TARGETS, AdapterSpec
+from zrodlo.model.adapter_spec import DEFAULT_TARGETS, AdapterSpec, check_base
 from zrodlo.model.declared import option
 from zrodlo.storage.refusal import Refusal, shown
 from zrodlo.training.schedule import Schedule, check_learning_rate
@@ -98,7 +98,10 @@ class RunPlan:
 
     The fields stay in this order: trainer.json records them in it."""
 
-    steps: int = option("How many optimizer updates the run makes.")
+    steps: int = option(
+        "How many optimizer updates the run makes. With --params, the warmup and the decay follow "
+        "it: the shares train.warmup and train.decay are taken of these steps."
+    )
     context: int = option("Tokens per training window; the model reads all but the last.")
     batch_size: int = option("Windows per optimizer update.")
     learning_rate: float = option("AdamW's step size: a positive finite number.")
@@ -178,6 +181,11 @@ class RunPlan:
         "where the family gates its feed-forward; by default q,v. Needs --lora-rank.",
         None,
     )
+    lora_base: str | None = option(
+        "The format the frozen weights are held in under adapters: f32 (the default), or bf16 "
+        "for half their memory (the base rounded to bfloat16; every product, the adapters and "
+        "their AdamW state stay float32). Needs --lora-rank.", None, metavar="[f32|bf16]"
+    )  # fmt: skip
 
     @property
     def adapters(self) -> AdapterSpec | None:
@@ -186,7 +194,8 @@ class RunPlan:
             return None
         alpha = self.lora_rank if self.lora_alpha is None else self.lora_alpha
         targets = DEFAULT_TARGETS if self.lora_targets is None else self.lora_targets.split(",")
-        return AdapterSpec(self.lora_rank, float(alpha), tuple(targets))
+        base = "f32" if self.lora_base is None else self.lora_base
+        return AdapterSpec(self.lora_rank, float(alpha), tuple(targets), base)
 
     @property
     def schedule(self) -> Schedule:
@@ -242,6 +251,7 @@ class RunPlan:
         for flag, value in (
             ("--lora-alpha", self.lora_alpha),
             ("--lora-targets", self.lora_targets),
+            ("--lora-base", self.lora_base),
         ):
             if value is not None and self.lora_rank is None:
                 raise Refusal(f"{flag} needs --lora-rank, the rank of the adapters it describes")
@@ -250,6 +260,8 @@ class RunPlan:
             raise Refusal(f"--lora-alpha is {shown(alpha)}; it must be a positive finite number")
         if self.lora_targets is not None and not isinstance(self.lora_targets, str):
             raise Refusal(f"--lora-targets is {self.lora_targets!r}; it names projections: q,v")
+        if self.lora_base is not None:
+            check_base(self.lora_base)
 
     def checkpoint_steps(self, done: int) -> list[int]:
         """The steps after `done` that write a checkpoint: the multiples of --checkpoint-every
@@ -273,10 +285,12 @@ class RunPlan:
             data.pop(key)
         spec = self.adapters
         if spec is None:  # a run of every weight records what it recorded before adapters were
-            for key in ("lora_rank", "lora_alpha", "lora_targets"):
+            for key in ("lora_rank", "lora_alpha", "lora_targets", "lora_base"):
                 data.pop(key)
         else:  # recorded resolved, so that a later default cannot change what a run trained
             data |= {"lora_alpha": spec.alpha, "lora_targets": ",".join(spec.targets)}
+            if spec.base == "f32":  # as a run of adapters recorded before bf16 bases; read so
+                data.pop("lora_base")
         return data
 
     @classmethod

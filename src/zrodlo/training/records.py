@@ -180,6 +180,7 @@ class RunLog:
         try:
             for name, path, header, _ in records:
                 try:
+                    path.parent.mkdir(parents=True, exist_ok=True)  # a --timing file's folders
                     fd = open_in_place(path, os.O_WRONLY | os.O_APPEND)
                     if cuts[name] is not None:
                         os.ftruncate(fd, cuts[name])

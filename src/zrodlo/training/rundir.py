@@ -34,6 +34,7 @@ from zrodlo.storage.inputs import read_input
 from zrodlo.storage.outputs import (
     check_in_place,
     check_parent,
+    parents_made,
     remove_stale_partials,
     replace_file,
     sync_directory,
@@ -79,30 +80,32 @@ def claim(path: Path, run: dict, plan: RunPlan, done: int) -> Iterator[None]:
         raise Refusal(
             f"{path} exists and is not a directory; a run writes its checkpoints into a directory"
         )
-    created = False
     if not path.exists():
         check_parent(path)
+    with parents_made(path):  # as DVC makes an output's folders; removed again if it fails
+        created = False
+        if not path.exists():
+            try:
+                path.mkdir()
+                created = True
+            except FileExistsError:  # another writer made it first; its lock decides below
+                pass
+            except OSError as error:
+                raise WriteFailure(path, error) from None
+        lock = _lock(path)
         try:
-            path.mkdir()
-            created = True
-        except FileExistsError:  # another writer made it first; its lock decides below
-            pass
-        except OSError as error:
-            raise WriteFailure(path, error) from None
-    lock = _lock(path)
-    try:
-        verified = _check_contents(path, run, plan, done)
-        remove_stale_partials(path)  # what a killed run left half-written is never a checkpoint
-        if not (path / RUN_FILE).exists():
-            replace_file(path / RUN_FILE, json_text(run))
-        yield verified
-    except Refusal:  # a WriteFailure among them
-        if created and not checkpoints_in(path):  # nothing of the run is worth keeping
-            shutil.rmtree(path, ignore_errors=True)
-            sync_directory(path.absolute().parent)
-        raise
-    finally:
-        os.close(lock)
+            verified = _check_contents(path, run, plan, done)
+            remove_stale_partials(path)  # what a killed run left half-written is no checkpoint
+            if not (path / RUN_FILE).exists():
+                replace_file(path / RUN_FILE, json_text(run))
+            yield verified
+        except Refusal:  # a WriteFailure among them
+            if created and not checkpoints_in(path):  # nothing of the run is worth keeping
+                shutil.rmtree(path, ignore_errors=True)
+                sync_directory(path.absolute().parent)
+            raise
+        finally:
+            os.close(lock)
 
 
 def _check_contents(path: Path, run: dict, plan: RunPlan, done: int) -> set[Path]:

@@ -26,7 +26,13 @@ from zrodlo.training.checkpoint import (
 from zrodlo.training.display import StepDisplay
 from zrodlo.training.environment import EnvironmentWarning, match_environment
 from zrodlo.training.launch import run_workers
-from zrodlo.training.loop import check_held_out, fresh_provenance, open_held_out, run_updates
+from zrodlo.training.loop import (
+    check_held_out,
+    fresh_provenance,
+    held_out_notices,
+    open_held_out,
+    run_updates,
+)
 from zrodlo.training.place import launched
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.ranks import (
@@ -100,12 +106,14 @@ def train(
     held_out = open_held_out(eval_corpus, start, checked)
     target = resolve_device(device, ordinal, checked.precision, local_rank())
     ranks = join(target)
-    trainer = Trainer.start(checked, start, data.tokens, table, target, ranks)
     provenance = fresh_provenance(start, data.digest, checked)
+    trainer = Trainer.start(checked, start, data.tokens, table, target, ranks)
+    start = start.without_weights()  # the network holds copies: the bytes read are let go
     with progress(0, checked.steps) if ranks.leads else quiet(0, checked.steps) as on_step:
         written = run_updates(
             trainer, checked, 0, output, start, provenance, held_out, on_step,
-            timing=timing, corpus=data, notices=_schedule_notices(checked),
+            timing=timing, corpus=data,
+            notices=_schedule_notices(checked) + held_out_notices(held_out, checked),
         )  # fmt: skip
     return written if ranks.leads else []
 
@@ -172,10 +180,13 @@ def resume(
     reasons = match_environment(checkpoint, record.get("environment", {}), target)
     ranks = join(target)
     trainer = Trainer.restore(plan, state, data.tokens, table, target, ranks)
+    model, provenance = state.model.without_weights(), state.provenance
+    del state  # the network and AdamW hold copies: the bytes read are let go
     with progress(done, steps) if ranks.leads else quiet(done, steps) as on_step:
         written = run_updates(
-            trainer, plan, done, output, state.model, state.provenance, held_out, on_step,
+            trainer, plan, done, output, model, provenance, held_out, on_step,
             continues=record["files"], timing=timing, corpus=data,
-            notices=[EnvironmentWarning(reason) for reason in reasons] + _schedule_notices(plan),
+            notices=[EnvironmentWarning(reason) for reason in reasons]
+            + _schedule_notices(plan) + held_out_notices(held_out, plan),
         )  # fmt: skip
     return written if ranks.leads else []

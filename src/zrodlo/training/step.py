@@ -196,7 +196,8 @@ def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -
     """Refuse a run whose step cannot fit in the device's memory, before anything is allocated."""
     spec = plan.adapters
     adapted = None if spec is None else sum(r * c for r, c in spec.shapes(config).values())
-    state = training_state_bytes(config, adapted)
+    base_bytes = 2 if spec is not None and spec.base == "bf16" else 4
+    state = training_state_bytes(config, adapted, base_bytes)
     held = "weights, gradients" if spec is None else "weights and its adapters' gradients"
     activations = step_activation_bytes(config, plan.micro_batch, plan.context, plan.precision)
     memory = memory_of(device)

@@ -164,3 +164,26 @@ def test_generation_blocks_weigh_what_transformers_assistant_mask_holds(tmp_path
     assert weighted_text(reference, ids, weights) == "".join(
         m["content"] + "<|im_end|>" for m in ANSWERED if m["role"] == "assistant"
     )
+
+
+@pytest.mark.parametrize(
+    ("thinking", "answers"),
+    [
+        (None, "<think>\n\n</think>\n\nFour.<|im_end|>"),
+        # With thinking off the empty block is the prompt's (transformers' generation prompt
+        # writes it), not the assistant's to write.
+        (False, "Four.<|im_end|>"),
+    ],
+)
+def test_qwen3s_enable_thinking_decides_whose_the_empty_block_is(tmp_path, thinking, answers):
+    ours, reference = tokenizers(tmp_path, "qwen3", QWEN3)
+    messages = [
+        {"role": "user", "content": "Two and two?"},
+        {"role": "assistant", "content": "Four."},
+    ]
+    ids, weights = encode_conversation(ours, tuple(Message(**m) for m in messages), thinking)
+    chosen = {} if thinking is None else {"enable_thinking": thinking}
+    expected = reference.apply_chat_template(messages, tokenize=True, return_dict=True, **chosen)
+    assert ids.tolist() == expected["input_ids"]
+    assert weighted_text(reference, ids.tolist(), weights.tolist()) == answers
+    assert ours.template.reads_thinking

@@ -139,12 +139,14 @@ def test_the_bound_holds_what_the_parse_takes(value, compact):
     one = json.dumps(value, ensure_ascii=False, separators=separators)
     text = "[" + ",".join([one] * max(1, 200_000 // len(one))) + "]"
     data = text.encode()
-    tracemalloc.start()
-    try:
-        loads(data)
-        peak = tracemalloc.get_traced_memory()[1]
-    except JSONLimit:
-        return  # refused before parsing
-    finally:
-        tracemalloc.stop()
-    assert peak <= values_size(data, text) + (256 << 10)  # the parser's own, first use
+    peaks = []
+    for _ in range(3):  # the least of three: tracemalloc counts every thread's allocations, and
+        tracemalloc.start()  # another one (pytest-xdist's messages) may allocate during one parse
+        try:
+            loads(data)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        except JSONLimit:
+            return  # refused before parsing
+        finally:
+            tracemalloc.stop()
+    assert min(peaks) <= values_size(data, text) + (256 << 10)  # the parser's own, first use

@@ -82,14 +82,27 @@ def test_a_dangling_symlink_counts_as_existing(tmp_path):
     )
 
 
-def test_a_missing_parent_is_refused(tmp_path):
-    path = tmp_path / "a" / "b.json"
-    with pytest.raises(Refusal) as refused:
-        check_new_file(path)
-    assert refused.value.sentence == (
-        f"{path} cannot be written: its parent {tmp_path / 'a'} does not exist; "
-        "Zrodlo creates only the output itself, so create the parent first"
-    )
+def test_missing_parents_are_made_and_removed_again_when_the_write_fails(tmp_path):
+    output = tmp_path / "a" / "b" / "out"
+    check_new_directory(output)  # missing parents are no reason to refuse
+    with pytest.raises(Refusal), new_directory(output):
+        assert (tmp_path / "a" / "b").is_dir()
+        raise Refusal("no")
+    assert list(tmp_path.iterdir()) == []
+    with new_file(tmp_path / "c" / "d.json") as partial:
+        partial.write_text("{}")
+    assert (tmp_path / "c" / "d.json").read_text() == "{}"
+
+
+def test_a_file_where_a_parent_would_be_is_refused(tmp_path):
+    (tmp_path / "a").write_text("mine")
+    for path, shown in ((tmp_path / "a" / "b.json", "a"), (tmp_path / "a" / "b" / "c", "a")):
+        with pytest.raises(Refusal) as refused:
+            check_new_file(path)
+        assert refused.value.sentence == (
+            f"{path} cannot be written: {tmp_path / shown} is not a directory, so it cannot hold "
+            "the output"
+        )
 
 
 def test_partial_names_are_hidden_siblings_named_by_process(tmp_path):

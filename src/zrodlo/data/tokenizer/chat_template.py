@@ -130,17 +130,30 @@ class ChatTemplate:
         except jinja2.TemplateError as error:
             raise TemplateFailure(f"it does not compile ({error})") from None
 
-    def render(self, messages: Conversation, generation_prompt: bool = False) -> str:
+    @cached_property
+    def reads_thinking(self) -> bool:
+        """Whether the template reads `enable_thinking` (Qwen3's, SmolLM3's)."""
+        import jinja2.meta
+
+        parsed = self.compiled.environment.parse(self.text)
+        return "enable_thinking" in jinja2.meta.find_undeclared_variables(parsed)
+
+    def render(
+        self, messages: Conversation, generation_prompt: bool = False, thinking: bool | None = None
+    ) -> str:
         """The conversation as the template writes it, and with `generation_prompt` the opening
-        of the assistant's turn that follows; generation blocks marked (`unmarked`)."""
+        of the assistant's turn that follows; generation blocks marked (`unmarked`). `thinking`
+        is passed as `enable_thinking`, left undefined where None (the template's default)."""
         import jinja2
 
+        chosen = {} if thinking is None else {"enable_thinking": thinking}
         try:
             return self.compiled.render(
                 messages=[message.as_json() for message in messages],
                 tools=None,
                 documents=None,
                 add_generation_prompt=generation_prompt,
+                **chosen,
                 **dict(self.tokens),
             )
         except (jinja2.TemplateError, TypeError, ValueError) as error:
