@@ -27,6 +27,7 @@ from zrodlo.data.corpus import (
 from zrodlo.data.documents import Document, batched, read_documents
 from zrodlo.data.formats import CorpusManifest
 from zrodlo.data.tokenizer import Tokenizer
+from zrodlo.data.tokenizer.chat_template import thinking_choice
 from zrodlo.data.verification import ContentDigest
 from zrodlo.data.weights import WEIGHTED_VERSION, WEIGHTS_FILE, weighted_digest
 from zrodlo.storage.digest import file_sha256, json_sha256, write_json
@@ -112,7 +113,6 @@ def prepare_chat_corpus(
             if tokenizer.unk is not None:
                 unknown += int(np.count_nonzero(tokens == tokenizer.unk))
             largest = max(largest, int(tokens.max()))
-    chosen = {} if thinking is None else {"enable_thinking": thinking}
     body = {
         "format_version": WEIGHTED_VERSION,
         "tokenizer_digest": tokenizer.digest,
@@ -131,7 +131,7 @@ def prepare_chat_corpus(
         "tokens_sha256": tokens_hash.hexdigest(),
         "documents_sha256": file_sha256(output / DOCUMENTS_FILE),
         "weights_sha256": weights_hash.hexdigest(),
-        **chosen,
+        **thinking_choice(thinking),
     }
     manifest = CorpusManifest(**body, manifest_sha256=json_sha256(body))
     write_json(output / MANIFEST_FILE, manifest)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zrodlo.data.tokenizer.chat_template import thinking_choice
 from zrodlo.data.verification import drop_behind_pages
 from zrodlo.storage.digest import json_sha256
 from zrodlo.storage.inputs import open_input
@@ -28,10 +29,10 @@ WEIGHTED_KEYS = ("tokens_digest", "weights_sha256", "weighted_targets")
 _READ = 1 << 24  # bytes a verifying pass reads at a time
 
 
-def weighted_digest(tokens_digest: str, weights_sha256: str, thinking: object = None) -> str:
+def weighted_digest(tokens_digest: str, weights_sha256: str, thinking: bool | None = None) -> str:
     """The corpus digest of a weighted corpus, and of the `enable_thinking` its template was
     rendered with where the preparation chose one."""
-    chosen = {} if thinking is None else {"enable_thinking": thinking}
+    chosen = thinking_choice(thinking)
     return json_sha256({"tokens": tokens_digest, "weights": weights_sha256, **chosen})
 
 

@@ -26,6 +26,7 @@ from zrodlo.model.decoder import Decoder, build_model
 from zrodlo.model.device import memory_of
 from zrodlo.model.directory import Model
 from zrodlo.model.dropout import StepMasks
+from zrodlo.model.held_base import DTYPES
 from zrodlo.model.parts import step_activation_bytes, training_state_bytes
 from zrodlo.model.precision import autocast
 from zrodlo.storage.refusal import Refusal
@@ -196,7 +197,7 @@ def _check_step_fits(config: ModelConfig, plan: RunPlan, device: torch.device) -
     """Refuse a run whose step cannot fit in the device's memory, before anything is allocated."""
     spec = plan.adapters
     adapted = None if spec is None else sum(r * c for r, c in spec.shapes(config).values())
-    base_bytes = 2 if spec is not None and spec.base == "bf16" else 4
+    base_bytes = 4 if spec is None else DTYPES[spec.base].itemsize
     state = training_state_bytes(config, adapted, base_bytes)
     held = "weights, gradients" if spec is None else "weights and its adapters' gradients"
     activations = step_activation_bytes(config, plan.micro_batch, plan.context, plan.precision)

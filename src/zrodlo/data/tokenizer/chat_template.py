@@ -82,6 +82,12 @@ def unmarked(rendered: str) -> tuple[str, Spans | None]:
     return "".join(text), spans
 
 
+def thinking_choice(thinking: bool | None) -> dict[str, bool]:
+    """`enable_thinking` as a template is given it and a corpus records it: nothing where None
+    (the template's own default)."""
+    return {} if thinking is None else {"enable_thinking": thinking}
+
+
 @dataclass(frozen=True)
 class ChatTemplate:
     """The Jinja text and the named special tokens (name, text) it is rendered with."""
@@ -146,14 +152,13 @@ class ChatTemplate:
         is passed as `enable_thinking`, left undefined where None (the template's default)."""
         import jinja2
 
-        chosen = {} if thinking is None else {"enable_thinking": thinking}
         try:
             return self.compiled.render(
                 messages=[message.as_json() for message in messages],
                 tools=None,
                 documents=None,
                 add_generation_prompt=generation_prompt,
-                **chosen,
+                **thinking_choice(thinking),
                 **dict(self.tokens),
             )
         except (jinja2.TemplateError, TypeError, ValueError) as error:
