@@ -467,7 +467,9 @@ def test_every_option_of_model_train_has_help(run_zrodlo, tmp_path):
     optional |= {"min-learning-rate", "clip-norm", "shuffle", "eval-corpus", "eval-every"}
     optional |= {"eval-windows"}
     optional |= {"checkpoint-every", "keep-checkpoints", "ordinal", "processes", "threads"}
-    optional |= {"timing", "lora-rank", "lora-alpha", "lora-targets", "lora-base"}
+    optional |= {"timing", "lora-rank", "lora-alpha", "lora-targets", "lora-base", "optimizer"}
+    optional |= {"muon-momentum", "muon-momentum-warmup", "embedding-rate"}
+    optional |= {"head-rate", "vector-rate"}
     optional |= {"help"}
     assert set(options) == expected | {f"--{name}" for name in optional}
     assert all(options.values()), options

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from zrodlo.model.config import ModelConfig
-from zrodlo.storage.refusal import Refusal
+from zrodlo.storage.refusal import Refusal, shown
 
 BASE_FORMATS = ("f32", "bf16")  # as `zrodlo.model.held_base` holds a frozen base
 DEFAULT_TARGETS = ("q", "v")  # the LoRA paper's choice, and peft's for llama
@@ -92,6 +92,26 @@ def check_base(base: object) -> None:
     """Refuse a number format for a frozen base that is not one of `BASE_FORMATS`."""
     if base not in BASE_FORMATS:
         raise Refusal(f"--lora-base is {base!r}; it takes f32 or bf16")
+
+
+def check_adapter_flags(
+    rank: int | None, alpha: float | None, targets: str | None, base: str | None
+) -> None:
+    """Refuse the adapters' flags given without --lora-rank, and values they cannot take (the
+    rank, a whole number, is checked with the run's other counts)."""
+    for flag, value in (
+        ("--lora-alpha", alpha),
+        ("--lora-targets", targets),
+        ("--lora-base", base),
+    ):
+        if value is not None and rank is None:
+            raise Refusal(f"{flag} needs --lora-rank, the rank of the adapters it describes")
+    if alpha is not None and (isinstance(alpha, bool) or not (math.isfinite(alpha) and alpha > 0)):
+        raise Refusal(f"--lora-alpha is {shown(alpha)}; it must be a positive finite number")
+    if targets is not None and not isinstance(targets, str):
+        raise Refusal(f"--lora-targets is {targets!r}; it names projections: q,v")
+    if base is not None:
+        check_base(base)
 
 
 def input_widths(config: ModelConfig) -> dict[str, int]:

@@ -1,19 +1,15 @@
-"""AdamW as a run uses it: its settings, its parameter groups, its state by name, and clipping.
-
-The state (both moments and the step count of every parameter) is exported and restored by
-parameter name, so a checkpoint holds it as plain tensors in safetensors and a resumed optimizer
-continues the very same arithmetic: restoring weights alone would restart the moments and change
-the next update (the textbook's 0.9 + 0.1/19 against 1.0).
+"""The optimizer a run steps: AdamW on every weight, or Muon on the blocks' matrices beside AdamW
+on the rest; their parameter groups, the rate and momentum set before each update, and clipping.
+Their state is exported and restored by parameter name (`zrodlo.training.optimizer_state`).
 """
 
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import torch
 
-from zrodlo.training.plan import AdamWSettings
-
-STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")
+from zrodlo.model.config import ModelConfig
+from zrodlo.training.muon import Muon, is_hidden_matrix, logical_rows
+from zrodlo.training.optimizer_settings import AdamWSettings, MuonSettings
 
 
 def decays(parameter: torch.Tensor, scope: str) -> bool:
@@ -29,22 +25,24 @@ def build_adamw(
     named_parameters: Iterable[tuple[str, torch.nn.Parameter]],
     settings: AdamWSettings,
     learning_rate: float,
+    peaks: dict[str, float] | None = None,
 ) -> torch.optim.AdamW:
-    """AdamW over the parameters, in two groups: those that decay and those that do not.
+    """AdamW over the parameters, in two groups: those that decay and those that do not; with
+    `peaks`, a parameter's group also has its own peak rate, `peaks[name]`.
 
     The single-tensor implementation is chosen explicitly (foreach=False, fused=False): torch
     otherwise picks the foreach or fused kernels by device and tensor layout, which group and
     order the arithmetic differently, so the same run could round differently on another call
     path. One fixed implementation keeps every update's arithmetic the same on every run.
     """
-    decaying: list[torch.nn.Parameter] = []
-    fixed: list[torch.nn.Parameter] = []
-    for _, parameter in named_parameters:
-        (decaying if decays(parameter, settings.decay_scope) else fixed).append(parameter)
+    grouped: dict[tuple[bool, float | None], list[torch.nn.Parameter]] = {}
+    for name, parameter in named_parameters:
+        key = (decays(parameter, settings.decay_scope), None if peaks is None else peaks[name])
+        grouped.setdefault(key, []).append(parameter)
     groups = [
-        {"params": params, "weight_decay": decay}
-        for params, decay in ((decaying, settings.weight_decay), (fixed, 0.0))
-        if params
+        {"params": grouped[key], "weight_decay": settings.weight_decay if key[0] else 0.0}
+        | ({} if key[1] is None else {"peak": key[1]})
+        for key in sorted(grouped, key=lambda key: (not key[0], key[1] or 0.0))
     ]
     return torch.optim.AdamW(
         groups,
@@ -60,113 +58,74 @@ def build_adamw(
     )
 
 
-def set_learning_rate(optimizer: torch.optim.Optimizer, rate: float) -> None:
-    """Give every parameter group the rate of the coming update (a Python float, not a tensor)."""
+class MuonAndAdamW:
+    """Muon on the blocks' matrices and AdamW on every other weight, stepped as one optimizer."""
+
+    def __init__(self, muon: Muon, adamw: torch.optim.AdamW) -> None:
+        self.muon = muon
+        self.adamw = adamw
+
+    @property
+    def param_groups(self) -> list[dict]:
+        return [*self.muon.param_groups, *self.adamw.param_groups]
+
+    @property
+    def state(self) -> dict:
+        return {**self.adamw.state, **self.muon.state}
+
+    def step(self) -> None:
+        self.muon.step()
+        self.adamw.step()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.muon.zero_grad(set_to_none)
+        self.adamw.zero_grad(set_to_none)
+
+
+Optimizer = torch.optim.AdamW | MuonAndAdamW
+
+
+def build_optimizer(
+    named_parameters: Iterable[tuple[str, torch.nn.Parameter]],
+    config: ModelConfig,
+    adamw: AdamWSettings,
+    learning_rate: float,
+    muon: MuonSettings | None,
+) -> Optimizer:
+    """AdamW over every parameter where `muon` is None; else Muon over the blocks' matrices at
+    `learning_rate` and AdamW over the embeddings, the head and the vectors at their own peaks."""
+    named = list(named_parameters)
+    if muon is None:
+        return build_adamw(named, adamw, learning_rate)
+    matrices = [
+        (p, logical_rows(n, p.shape[0], config)) for n, p in named if is_hidden_matrix(n, p)
+    ]
+    rest = [(name, p) for name, p in named if not is_hidden_matrix(name, p)]
+    peaks = {name: _peak(name, p, muon) for name, p in rest}
+    hidden = Muon(matrices, learning_rate, muon.momentum_at(0), adamw.weight_decay)
+    hidden.param_groups[0]["peak"] = learning_rate
+    return MuonAndAdamW(hidden, build_adamw(rest, adamw, learning_rate, peaks))
+
+
+def _peak(name: str, parameter: torch.Tensor, muon: MuonSettings) -> float:
+    if parameter.ndim < 2:
+        return muon.vector_rate
+    return muon.head_rate if name == "lm_head.weight" else muon.embedding_rate
+
+
+def set_learning_rate(optimizer: Optimizer, rate: float, learning_rate: float) -> None:
+    """Give every parameter group the rate of the coming update (a Python float, not a tensor):
+    `rate` itself, or for a group with a peak of its own, that peak scaled as the schedule scales
+    `learning_rate` to `rate` (so it is its peak exactly wherever the schedule is at its peak)."""
     for group in optimizer.param_groups:
-        group["lr"] = float(rate)
+        peak = group.get("peak")
+        group["lr"] = float(rate) if peak is None else peak * (float(rate) / learning_rate)
 
 
-def _by_name(
-    named_parameters: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
-) -> dict[str, torch.Tensor]:
-    return dict(
-        named_parameters.items() if isinstance(named_parameters, Mapping) else named_parameters
-    )
-
-
-def optimizer_state_tensors(
-    optimizer: torch.optim.AdamW,
-    named_parameters: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
-) -> dict[str, torch.Tensor]:
-    """AdamW's state as `<name>.exp_avg`, `<name>.exp_avg_sq` and `<name>.step` CPU tensors.
-
-    A parameter AdamW has not stepped yet (no gradient so far) is written as zero moments and step
-    0, which is exactly the state AdamW would create for it, so every file has the same keys.
-    The step count keeps torch's own dtype (a float32 scalar) so it round-trips bit for bit.
-    """
-    tensors: dict[str, torch.Tensor] = {}
-    for name, parameter in _by_name(named_parameters).items():
-        state = optimizer.state.get(parameter, {})
-        if state:
-            exp_avg, exp_avg_sq, step = state["exp_avg"], state["exp_avg_sq"], state["step"]
-        else:
-            exp_avg = torch.zeros_like(parameter, memory_format=torch.contiguous_format)
-            exp_avg_sq = torch.zeros_like(parameter, memory_format=torch.contiguous_format)
-            step = torch.tensor(0.0, dtype=torch.float32)
-        # clone(): safetensors wants contiguous tensors that own their storage.
-        tensors[f"{name}.exp_avg"] = exp_avg.detach().to("cpu").contiguous().clone()
-        tensors[f"{name}.exp_avg_sq"] = exp_avg_sq.detach().to("cpu").contiguous().clone()
-        tensors[f"{name}.step"] = step.detach().to("cpu").reshape(()).clone()
-    return tensors
-
-
-def load_optimizer_state(
-    optimizer: torch.optim.AdamW,
-    named_parameters: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
-    tensors: Mapping[str, torch.Tensor],
-    updates: int,
-) -> None:
-    """Restore what `optimizer_state_tensors` wrote after `updates` updates; ValueError names the
-    first key that is wrong.
-
-    Every parameter needs its three keys, finite moments of its own shape and dtype (the second
-    0 or more), and a step count of `updates`, or 0 for a parameter never updated, whose moments
-    are zeros; a key that names no parameter is wrong too.
-    Nothing is changed unless every key is right.
-    """
-    by_name = _by_name(named_parameters)
-    index = {id(p): i for i, p in enumerate(p for g in optimizer.param_groups for p in g["params"])}
-    expected = {f"{name}.{key}" for name in by_name for key in STATE_KEYS}
-    extra = sorted(set(tensors) - expected)
-    if extra:
-        raise ValueError(f"{extra[0]} names no parameter of the model")
-    state: dict[int, dict[str, torch.Tensor]] = {}
-    for name, parameter in by_name.items():
-        if id(parameter) not in index:
-            raise ValueError(f"{name} is not a parameter of the optimizer")
-        entry: dict[str, torch.Tensor] = {}
-        for key in ("exp_avg", "exp_avg_sq"):
-            tensor = _get(tensors, f"{name}.{key}")
-            if tensor.shape != parameter.shape or tensor.dtype != parameter.dtype:
-                raise ValueError(
-                    f"{name}.{key} is {tensor.dtype} {tuple(tensor.shape)}, the parameter "
-                    f"{parameter.dtype} {tuple(parameter.shape)}"
-                )
-            if not bool(torch.isfinite(tensor).all()):
-                raise ValueError(f"{name}.{key} holds a value that is not finite")
-            if key == "exp_avg_sq" and bool((tensor < 0).any()):
-                raise ValueError(f"{name}.exp_avg_sq holds a negative second moment")
-            entry[key] = tensor.to(parameter.device).clone()
-        step = _get(tensors, f"{name}.step")
-        if (
-            step.shape != ()
-            or not step.is_floating_point()
-            or not (math.isfinite(step.item()) and step.item() >= 0)
-            or step.item() != math.floor(step.item())
-        ):
-            raise ValueError(f"{name}.step is not a whole number of updates in a scalar")
-        if step.item() not in (0, updates):
-            raise ValueError(
-                f"{name}.step counts {int(step.item())} updates, and the checkpoint records "
-                f"{updates}"
-            )
-        if step.item() == 0 and any(bool(entry[key].any()) for key in ("exp_avg", "exp_avg_sq")):
-            raise ValueError(f"{name}.step counts 0 updates, and its moments are not zero")
-        entry["step"] = step.clone()
-        # Step 0 is a parameter never updated: AdamW keeps no state for it, and creates the
-        # same zeros when it first gets a gradient.
-        if step.item() > 0:
-            state[index[id(parameter)]] = entry
-    saved = optimizer.state_dict()
-    # load_state_dict rather than writing optimizer.state: it keys the state to the live
-    # parameters and keeps the float32 step as torch's own load path does.
-    optimizer.load_state_dict({"state": state, "param_groups": saved["param_groups"]})
-
-
-def _get(tensors: Mapping[str, torch.Tensor], key: str) -> torch.Tensor:
-    if key not in tensors:
-        raise ValueError(f"{key} is missing")
-    return tensors[key]
+def set_momentum(optimizer: Optimizer, momentum: float) -> None:
+    """Give Muon the momentum of the coming update; AdamW's betas stay as they are."""
+    if isinstance(optimizer, MuonAndAdamW):
+        optimizer.muon.param_groups[0]["momentum"] = momentum
 
 
 def clip_gradients(parameters: Iterable[torch.Tensor], clip_norm: float | None) -> float:

@@ -9,73 +9,28 @@ so the command line reads the declarations without loading it.
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from typing import Any
-
-import numpy as np
 
 from zrodlo.data.windows import check_context
 from zrodlo.draws.chacha import check_seed
-from zrodlo.model.adapter_spec import DEFAULT_TARGETS, AdapterSpec, check_base
+from zrodlo.model.adapter_spec import DEFAULT_TARGETS, AdapterSpec, check_adapter_flags
 from zrodlo.model.declared import option
-from zrodlo.storage.refusal import Refusal, shown
+from zrodlo.storage.refusal import Refusal
+from zrodlo.training.optimizer_settings import (
+    MUON_FIRST_MOMENTUM,
+    MUON_KEYS,
+    MUON_MOMENTUM,
+    MUON_MOMENTUM_WARMUP,
+    AdamWSettings,
+    MuonSettings,
+    check_clip_norm,
+    check_optimizer,
+    resolved_muon,
+)
 from zrodlo.training.schedule import Schedule, check_learning_rate
 
 PRECISIONS = ("f32", "bf16")
-DECAY_SCOPES = ("all", "matrices")
-SMALLEST_NORMAL_F32 = float(np.finfo(np.float32).tiny)
-
-
-def _positive_finite(value: float) -> bool:
-    return math.isfinite(value) and value > 0
-
-
-@dataclass(frozen=True)
-class AdamWSettings:
-    """AdamW's values besides the learning rate, which the schedule sets every update."""
-
-    beta1: float
-    beta2: float
-    epsilon: float
-    weight_decay: float
-    decay_scope: str = "all"
-
-    def validate(self) -> None:
-        """Raise the first refusal that applies, in seed 001's order: epsilon, betas, decay."""
-        if not _positive_finite(self.epsilon):
-            raise Refusal(
-                f"--epsilon is {shown(self.epsilon)}; it must be a positive finite number"
-            )
-        if float(np.float32(self.epsilon)) < SMALLEST_NORMAL_F32:
-            # AdamW adds epsilon to float32 moments: below float32's normal range it rounds to
-            # zero (or loses its precision), and a weight whose gradient is zero turns into 0/0.
-            raise Refusal(
-                f"--epsilon is {shown(self.epsilon)}, which float32 cannot hold; it must be at "
-                f"least {SMALLEST_NORMAL_F32!r}"
-            )
-        for flag, beta in (("--beta1", self.beta1), ("--beta2", self.beta2)):
-            # A NaN fails both comparisons, so it is refused too.
-            if not (0 < beta < 1):
-                raise Refusal(
-                    f"{flag} is {shown(beta)}; a moment decay lies above zero and below 1"
-                )
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise Refusal(
-                f"--weight-decay is {shown(self.weight_decay)}; "
-                "it must be a finite number that is not negative"
-            )
-        if self.decay_scope not in DECAY_SCOPES:
-            # The command line passes the value as typed, so an unknown name is refused here.
-            raise Refusal(
-                f"--decay-scope is '{self.decay_scope}'; the weights that decay are all or matrices"
-            )
-
-
-def check_clip_norm(value: float | None) -> None:
-    """Refuse a clip norm that is given and is not a positive finite number."""
-    if value is not None and not _positive_finite(value):
-        raise Refusal(f"--clip-norm is {shown(value)}; it must be a positive finite number")
 
 
 # The most steps a run makes: a step's dropout masks are drawn from the ChaCha20 nonce that holds
@@ -186,6 +141,37 @@ class RunPlan:
         "for half their memory (the base rounded to bfloat16; every product, the adapters and "
         "their AdamW state stay float32). Needs --lora-rank.", None, metavar="[f32|bf16]"
     )  # fmt: skip
+    optimizer: str = option(
+        "adamw: AdamW on every weight; muon: Muon on the blocks' matrices (momentum orthogonalised "
+        "in float32) at --learning-rate, AdamW on the embeddings, the head and the vectors at "
+        "their own rates (docs/training.md).",
+        "adamw",
+        metavar="[adamw|muon]",
+    )
+    muon_momentum: float | None = option(
+        f"Muon's momentum after its warmup; {MUON_MOMENTUM} where left out. Needs --optimizer muon.",
+        None,
+    )
+    muon_momentum_warmup: int | None = option(
+        f"Updates over which Muon's momentum moves linearly from {MUON_FIRST_MOMENTUM} to "
+        f"--muon-momentum; {MUON_MOMENTUM_WARMUP} where left out. Needs --optimizer muon.",
+        None,
+    )
+    embedding_rate: float | None = option(
+        "AdamW's peak rate for the embeddings under --optimizer muon; --learning-rate where left "
+        "out. The schedule scales it as it scales --learning-rate.",
+        None,
+    )
+    head_rate: float | None = option(
+        "AdamW's peak rate for an untied head under --optimizer muon; --learning-rate where left "
+        "out.",
+        None,
+    )
+    vector_rate: float | None = option(
+        "AdamW's peak rate for norm scales and biases under --optimizer muon; --learning-rate "
+        "where left out.",
+        None,
+    )
 
     @property
     def adapters(self) -> AdapterSpec | None:
@@ -213,6 +199,11 @@ class RunPlan:
         return AdamWSettings(
             self.beta1, self.beta2, self.epsilon, self.weight_decay, self.decay_scope
         )
+
+    @property
+    def muon(self) -> MuonSettings | None:
+        """Muon's settings, each default resolved; None for a run of AdamW alone."""
+        return resolved_muon(self.optimizer, self.learning_rate, self._muon_values())
 
     @property
     def micro_batch(self) -> int:
@@ -245,23 +236,25 @@ class RunPlan:
         _check_whole("--checkpoint-every", self.checkpoint_every)
         _check_whole("--keep-checkpoints", self.keep_checkpoints)
         self._check_adapters()
+        self._check_optimizer()
 
     def _check_adapters(self) -> None:
         _check_whole("--lora-rank", self.lora_rank)
-        for flag, value in (
-            ("--lora-alpha", self.lora_alpha),
-            ("--lora-targets", self.lora_targets),
-            ("--lora-base", self.lora_base),
-        ):
-            if value is not None and self.lora_rank is None:
-                raise Refusal(f"{flag} needs --lora-rank, the rank of the adapters it describes")
-        alpha = self.lora_alpha
-        if alpha is not None and (isinstance(alpha, bool) or not _positive_finite(alpha)):
-            raise Refusal(f"--lora-alpha is {shown(alpha)}; it must be a positive finite number")
-        if self.lora_targets is not None and not isinstance(self.lora_targets, str):
-            raise Refusal(f"--lora-targets is {self.lora_targets!r}; it names projections: q,v")
-        if self.lora_base is not None:
-            check_base(self.lora_base)
+        check_adapter_flags(self.lora_rank, self.lora_alpha, self.lora_targets, self.lora_base)
+
+    def _check_optimizer(self) -> None:
+        check_optimizer(self.optimizer, self.lora_rank, self._muon_values())
+        if self.muon is not None:
+            self.muon.validate()
+
+    def _muon_values(self) -> tuple:
+        return (
+            self.muon_momentum,
+            self.muon_momentum_warmup,
+            self.embedding_rate,
+            self.head_rate,
+            self.vector_rate,
+        )
 
     def checkpoint_steps(self, done: int) -> list[int]:
         """The steps after `done` that write a checkpoint: the multiples of --checkpoint-every
@@ -291,6 +284,12 @@ class RunPlan:
             data |= {"lora_alpha": spec.alpha, "lora_targets": ",".join(spec.targets)}
             if spec.base == "f32":  # as a run of adapters recorded before bf16 bases; read so
                 data.pop("lora_base")
+        muon = self.muon
+        if muon is None:  # an AdamW run records what it recorded before Muon was
+            for key in ("optimizer", *MUON_KEYS):
+                data.pop(key)
+        else:  # resolved, so that a later default cannot change what a run trained
+            data |= dict(zip(MUON_KEYS, astuple(muon), strict=True))
         return data
 
     @classmethod

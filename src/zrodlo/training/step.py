@@ -1,4 +1,4 @@
-"""One optimizer update at a time: the model, AdamW and the windows of a run, advanced by step index.
+"""One optimizer update at a time: the model, its optimizer and the windows of a run, advanced by step index.
 
 The state of a run is its step count: update n reads the windows the stream assigns to n, drops
 with the masks of (seed, n) and runs at the rate the schedule gives n, so a trainer rebuilt from a
@@ -33,12 +33,13 @@ from zrodlo.storage.refusal import Refusal
 from zrodlo.training.checkpoint import Checkpoint
 from zrodlo.training.loss import micro_batch_loss
 from zrodlo.training.optimizer import (
-    build_adamw,
+    Optimizer,
+    build_optimizer,
     clip_gradients,
-    load_optimizer_state,
-    optimizer_state_tensors,
     set_learning_rate,
+    set_momentum,
 )
+from zrodlo.training.optimizer_state import load_optimizer_state, optimizer_state_tensors
 from zrodlo.training.plan import RunPlan
 from zrodlo.training.ranks import Ranks, check_share
 from zrodlo.training.records import StepRecord
@@ -50,13 +51,13 @@ def windows_digest(indices: np.ndarray) -> str:
 
 
 class Trainer:
-    """A model, its AdamW and the windows of its corpus, advanced one update at a time."""
+    """A model, its optimizer and the windows of its corpus, advanced one update at a time."""
 
     def __init__(
         self,
         plan: RunPlan,
         model: Decoder,
-        optimizer: torch.optim.AdamW,
+        optimizer: Optimizer,
         tokens: np.ndarray,
         table: WindowTable,
         device: torch.device,
@@ -74,6 +75,7 @@ class Trainer:
         check_share(self.ranks.world, plan.batch_size, plan.micro_batch)
         self.stream = WindowStream(len(table), plan.batch_size, plan.seed, plan.shuffle)
         self.schedule = plan.schedule
+        self.muon = plan.muon
 
     @classmethod
     def start(
@@ -91,7 +93,9 @@ class Trainer:
         _check_step_fits(model.config, plan, device)
         network = build_model(model, device)
         trained = trained_parameters(network)
-        optimizer = build_adamw(trained.items(), plan.adamw, plan.learning_rate)
+        optimizer = build_optimizer(
+            trained.items(), network.config, plan.adamw, plan.learning_rate, plan.muon
+        )
         return cls(plan, network, optimizer, tokens, table, device, ranks)
 
     @classmethod
@@ -158,7 +162,9 @@ class Trainer:
             )
         norm = clip_gradients(self.parameters, self.plan.clip_norm)
         rate = self.schedule.rate(n)
-        set_learning_rate(self.optimizer, rate)
+        set_learning_rate(self.optimizer, rate, self.plan.learning_rate)
+        if self.muon is not None:
+            set_momentum(self.optimizer, self.muon.momentum_at(n))
         try:
             self.optimizer.step()
         except RuntimeError as error:  # torch's scalar step size overflowing float32

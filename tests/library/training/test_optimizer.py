@@ -7,14 +7,9 @@ import torch
 from safetensors.torch import load, save
 
 from zrodlo.storage.refusal import Refusal
-from zrodlo.training.optimizer import (
-    build_adamw,
-    clip_gradients,
-    load_optimizer_state,
-    optimizer_state_tensors,
-    set_learning_rate,
-)
-from zrodlo.training.plan import AdamWSettings, check_clip_norm
+from zrodlo.training.optimizer import build_adamw, clip_gradients, set_learning_rate
+from zrodlo.training.optimizer_settings import AdamWSettings, check_clip_norm
+from zrodlo.training.optimizer_state import load_optimizer_state, optimizer_state_tensors
 
 TEXTBOOK = AdamWSettings(beta1=0.9, beta2=0.99, epsilon=0.0, weight_decay=0.0)
 
@@ -97,7 +92,7 @@ def _train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: rang
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 7), tokens.roll(1).reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        set_learning_rate(optimizer, 0.01 * (step + 1))
+        set_learning_rate(optimizer, 0.01 * (step + 1), 0.01)
         optimizer.step()
 
 
@@ -202,7 +197,7 @@ def test_set_learning_rate_sets_every_group() -> None:
     settings = AdamWSettings(0.9, 0.999, 1e-8, weight_decay=0.1, decay_scope="matrices")
     optimizer = build_adamw(model.named_parameters(), settings, 0.01)
     assert len(optimizer.param_groups) == 2
-    set_learning_rate(optimizer, 0.25)
+    set_learning_rate(optimizer, 0.25, 0.1)
     assert [g["lr"] for g in optimizer.param_groups] == [0.25, 0.25]
 
 
