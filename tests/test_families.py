@@ -59,6 +59,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # Every family at its defaults, and at the settings that change what it computes.
 VARIANTS = {name: {"architecture": name} for name in FAMILIES} | {
     "gpt-tied": {"architecture": "gpt", "activation": "gelu_new", "tie_embeddings": True},
+    "gpt-relu2": {"architecture": "gpt", "activation": "relu2"},
     "llama-scaled": {
         "architecture": "llama", "head_dim": 6, "norm_eps": 1e-6, "kv_heads": 2,
         "tie_embeddings": True, "rope_theta": 500000.0, "rope_scaling_factor": 8.0,

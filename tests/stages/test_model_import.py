@@ -121,7 +121,8 @@ def test_a_setting_zrodlo_cannot_compute_is_refused_naming_it(tmp_path, assert_r
     assert_refused(
         "model", "import", "--from", source, "--output", tmp_path / "model",
         sentence=f"{source / 'config.json'} sets activation_function to 'gelu_fast'; Zrodlo "
-        "computes GPT-2 with 'gelu' or 'gelu_new' only, so the model cannot be imported exactly",
+        "computes GPT-2 with 'gelu', 'gelu_new' or 'relu2' only, so the model cannot be imported "
+        "exactly",
     )  # fmt: skip
     edited(source, activation_function="gelu", model_type="bert")
     assert_refused(

@@ -25,7 +25,9 @@ from zrodlo.data.tokenizer import Tokenizer
 from zrodlo.data.tokenizer.chat_template import TEMPLATE_FILE
 from zrodlo.exchange.peft_adapter import export_adapter
 from zrodlo.model.adapters import merged
+from zrodlo.model.config import ModelConfig
 from zrodlo.model.families.base import Names
+from zrodlo.model.parts import parameter_shapes
 from zrodlo.storage.digest import write_json
 from zrodlo.storage.outputs import new_directory
 from zrodlo.training.checkpoint import read_model
@@ -42,6 +44,19 @@ def transformers_weights(names: Names, weights: dict[str, torch.Tensor]) -> dict
         for (part, _), rows in zip(parts, tensor.split([n for _, n in parts]), strict=True):
             renamed[part] = rows.contiguous()
     return renamed
+
+
+def unit_scales(
+    config: ModelConfig, weights: dict[str, torch.Tensor]
+) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
+    """What transformers is given of a model whose RMSNorms are unscaled (llama's `norm`): the
+    same model with scaled norms, each scale 1, which computes the same, as x * 1 is x."""
+    if getattr(config.settings, "norm", None) is None:
+        return config, weights
+    scaled = config.changed(norm=None)
+    shapes = parameter_shapes(scaled)
+    ones = {name: torch.ones(shape) for name, shape in shapes.items() if name not in weights}
+    return scaled, {**weights, **ones}
 
 
 def write_tokenizer(tokenizer: Tokenizer, directory: Path, positions: int) -> None:
@@ -76,10 +91,12 @@ def export(model: Path, output: Path, adapter: bool = False) -> Path:
     loaded = read_model(model)
     config, tokenizer = loaded.config, loaded.tokenizer
     family = config.family
-    stated = family.transformers_config(config, tokenizer.bos, tokenizer.eos)
+    family.transformers_config(config, tokenizer.bos, tokenizer.eos)  # refuses what none computes
     own = loaded.weights
     if (adapters := loaded.adapters) is not None:
         own = merged(own, config, adapters.spec, adapters.tensors)
+    config, own = unit_scales(config, own)
+    stated = family.transformers_config(config, tokenizer.bos, tokenizer.eos)
     weights = transformers_weights(family.transformers_names(config), own)
     with new_directory(output) as partial:
         write_json(partial / "config.json", stated)

@@ -28,9 +28,15 @@ def gelu_pytorch_tanh(x: torch.Tensor) -> torch.Tensor:
     return F.gelu(x, approximate="tanh")
 
 
+def relu_squared(x: torch.Tensor) -> torch.Tensor:
+    """ReLU squared, as transformers' "relu2" computes it: square(relu(x))."""
+    return torch.square(F.relu(x))
+
+
 # By the names transformers' config.json gives them.
 ACTIVATIONS = {
     "gelu": F.gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_pytorch_tanh, "silu": F.silu,
+    "relu2": relu_squared,
 }  # fmt: skip
 
 
@@ -71,7 +77,21 @@ class PlusOneRMSNorm(RMSNorm):
         return normed * (1.0 + self.weight.float())  # float32
 
 
-_NORMS = {"layer": LayerNorm, "rms": RMSNorm, "rms_plus_one": PlusOneRMSNorm}
+class UnscaledRMSNorm(nn.Module):
+    """RMSNorm without a learned scale: no parameters at all."""
+
+    def __init__(self, width: int, eps: float) -> None:
+        super().__init__()
+        self.width, self.eps = width, eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x.float(), (self.width,), None, self.eps)  # float32
+
+
+_NORMS = {
+    "layer": LayerNorm, "rms": RMSNorm, "rms_plus_one": PlusOneRMSNorm,
+    "rms_unscaled": UnscaledRMSNorm,
+}  # fmt: skip
 
 
 def norm(spec: Norm, width: int) -> nn.Module:

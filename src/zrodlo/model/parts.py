@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # the configuration states its parts: only its fields are rea
 @dataclass(frozen=True)
 class Norm:
     """ "layer": LayerNorm, a scale and a bias; "rms": RMSNorm, a scale alone; "rms_plus_one":
-    RMSNorm scaled by (1 + w), its weight w held centred on zero (Gemma's)."""
+    RMSNorm scaled by (1 + w), its weight w held centred on zero (Gemma's); "rms_unscaled":
+    RMSNorm without a scale, no parameters."""
 
     kind: str
     eps: float
@@ -83,7 +84,7 @@ class Attention:
 class FeedForward:
     """The position-wise branch: down(act(up x)), or when `gated` down(act(gate x) * up x) with
     gate and up in one projection; `activation` is "gelu" (exact), "gelu_new" (its tanh
-    approximation, GPT-2's) or "silu"."""
+    approximation, GPT-2's), "silu" or "relu2" (ReLU squared)."""
 
     gated: bool
     activation: str
@@ -107,6 +108,10 @@ class Parts:
     sandwich_norms: bool = False
     embedding_scale: float | None = None
     logit_cap: float | None = None
+    # How a fresh model draws its weights: each block's output projections (attention's and the
+    # feed-forward's) at zero where `zero_projections`, and the head's with `head_std`.
+    zero_projections: bool = False
+    head_std: float | None = None
 
 
 def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -194,6 +199,8 @@ def step_activation_bytes(config: ModelConfig, windows: int, context: int, preci
 
 
 def _norm(name: str, norm: Norm, width: int) -> dict[str, tuple[int, ...]]:
+    if norm.kind == "rms_unscaled":
+        return {}
     scale = {f"{name}.weight": (width,)}
     return scale | {f"{name}.bias": (width,)} if norm.kind == "layer" else scale
 

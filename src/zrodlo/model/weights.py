@@ -20,13 +20,19 @@ INIT_STD = 0.02
 
 
 def _initial_std(name: str, config: ModelConfig) -> float | None:
-    """The standard deviation a parameter is drawn with, or None for a constant (bias, norm)."""
+    """The standard deviation a parameter is drawn with, or None for a constant (a bias, a norm,
+    a projection that starts at zero)."""
+    parts = config.parts
     if name.endswith(".bias") or name.endswith("norm.weight"):
         return None
     if name.endswith("attention.out.weight") or name.endswith("mlp.down.weight"):
+        if parts.zero_projections:  # each block starts as the identity on the residual stream
+            return None
         # Each block adds two branches to the residual stream; scaling them keeps its variance
         # from growing with depth.
         return INIT_STD / math.sqrt(2 * config.layers)
+    if name == "lm_head.weight" and parts.head_std is not None:
+        return parts.head_std
     return INIT_STD
 
 

@@ -25,10 +25,10 @@ def build_adamw(
     named_parameters: Iterable[tuple[str, torch.nn.Parameter]],
     settings: AdamWSettings,
     learning_rate: float,
-    peaks: dict[str, float] | None = None,
+    peaks: dict[str, float | None] | None = None,
 ) -> torch.optim.AdamW:
-    """AdamW over the parameters, in two groups: those that decay and those that do not; with
-    `peaks`, a parameter's group also has its own peak rate, `peaks[name]`.
+    """AdamW over the parameters, in groups: those that decay and those that do not, and with
+    `peaks` apart by their own peak rate, `peaks[name]` (None: the schedule's rate itself).
 
     The single-tensor implementation is chosen explicitly (foreach=False, fused=False): torch
     otherwise picks the foreach or fused kernels by device and tensor layout, which group and
@@ -101,16 +101,21 @@ def build_optimizer(
         (p, logical_rows(n, p.shape[0], config)) for n, p in named if is_hidden_matrix(n, p)
     ]
     rest = [(name, p) for name, p in named if not is_hidden_matrix(name, p)]
-    peaks = {name: _peak(name, p, muon) for name, p in rest}
+    peaks = {name: _peak(name, p, muon, learning_rate) for name, p in rest}
     hidden = Muon(matrices, learning_rate, muon.momentum_at(0), adamw.weight_decay)
-    hidden.param_groups[0]["peak"] = learning_rate
     return MuonAndAdamW(hidden, build_adamw(rest, adamw, learning_rate, peaks))
 
 
-def _peak(name: str, parameter: torch.Tensor, muon: MuonSettings) -> float:
+def _peak(
+    name: str, parameter: torch.Tensor, muon: MuonSettings, learning_rate: float
+) -> float | None:
+    """The group's own peak rate; None where it is --learning-rate, so it runs at the schedule's
+    rate itself."""
     if parameter.ndim < 2:
-        return muon.vector_rate
-    return muon.head_rate if name == "lm_head.weight" else muon.embedding_rate
+        peak = muon.vector_rate
+    else:
+        peak = muon.head_rate if name == "lm_head.weight" else muon.embedding_rate
+    return None if peak == learning_rate else peak
 
 
 def set_learning_rate(optimizer: Optimizer, rate: float, learning_rate: float) -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zrodlo.model.declared import option
 from zrodlo.model.families.base import fixed, is_number, is_whole, tied
 from zrodlo.model.families.llama import Llama, LlamaSettings
+from zrodlo.model.families.recipe import refuse_recipe
 from zrodlo.model.families.rotary import SCALING
 from zrodlo.model.parts import Attention, FeedForward, LayerAttention, Norm, Parts, Rotary
 from zrodlo.storage.refusal import Refusal
@@ -110,6 +111,7 @@ class Gemma3(Llama):
 
     def check(self, config: ModelConfig, name: Any) -> None:
         super().check(config, name)
+        refuse_recipe(config, name, self.name)
         settings = config.settings
         for field in SCALING:
             if getattr(settings, field) is not None:

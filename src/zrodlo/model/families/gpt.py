@@ -12,6 +12,7 @@ tied to the token embedding where transformers ties it (its default), and fine-t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 NORM_EPS = 1e-5
 # The MLP's activations, by the names transformers' config.json gives them.
-ACTIVATIONS = ("gelu", "gelu_new")
+ACTIVATIONS = ("gelu", "gelu_new", "relu2")
 
 # Zrodlo's parameter name (after "blocks.<i>.") -> GPT-2's (after "transformer.h.<i>."), and
 # whether the weight is a Conv1D's, stored transposed.
@@ -61,13 +62,18 @@ _FIXED = {
 }
 
 
+def _either(names: Iterable[str]) -> str:
+    *others, last = names
+    return f"{', '.join(others)} or {last}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class GPTSettings:
     """What only GPT-2's decoder has."""
 
     activation: str | None = option(
-        "gpt: the MLP's GELU, exact (gelu) or by its tanh approximation as GPT-2 (gelu_new); "
-        "gelu by default.",
+        "gpt: the MLP's activation: GELU, exact (gelu) or by its tanh approximation as GPT-2 "
+        "(gelu_new), or ReLU squared (relu2); gelu by default.",
         None,
         metavar="[" + "|".join(ACTIVATIONS) + "]",
     )
@@ -95,9 +101,7 @@ class GPT(Family):
     def check(self, config: ModelConfig, name: Any) -> None:
         activation = config.settings.activation
         if activation not in ACTIVATIONS:
-            raise Refusal(
-                f"{name('activation')} is {activation!r}; it is {' or '.join(ACTIVATIONS)}"
-            )
+            raise Refusal(f"{name('activation')} is {activation!r}; it is {_either(ACTIVATIONS)}")
 
     def parts(self, config: ModelConfig) -> Parts:
         return Parts(
@@ -145,7 +149,7 @@ class GPT(Family):
         if activation not in ACTIVATIONS:
             raise Refusal(
                 f"{file} sets activation_function to {activation!r}; Zrodlo computes GPT-2 with "
-                f"{' or '.join(map(repr, ACTIVATIONS))} only, so the model cannot be imported exactly"
+                f"{_either(map(repr, ACTIVATIONS))} only, so the model cannot be imported exactly"
             )
         embedding, residual = stated.get("embd_pdrop", 0.1), stated.get("resid_pdrop", 0.1)
         if embedding != residual:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from zrodlo.model.declared import option
 from zrodlo.model.families.base import Family, fixed, is_number, is_whole, tied
+from zrodlo.model.families.recipe import check_recipe, exportable
 from zrodlo.model.families.rotary import (
     ROPE_THETA,
     check_rotary,
@@ -83,6 +84,26 @@ class LlamaSettings:
     rope_low_frequency_factor: float | None = option(None, None)
     rope_high_frequency_factor: float | None = option(None, None)
     rope_original_positions: int | None = option(None, None)
+    # Today's recipe for small models, each off where None (docs/models.md).
+    mlp: str | None = option(
+        "llama: relu2 for a feed-forward of down(relu(up x)^2) without a gate (ReLU squared); "
+        "SwiGLU by default.",
+        None,
+        metavar="[relu2]",
+    )
+    norm: str | None = option(
+        "llama: unscaled for RMSNorms without a learned scale (QK-norm's too); scaled by default.",
+        None,
+        metavar="[unscaled]",
+    )
+    projection_init: str | None = option(
+        "llama: zero to start each block's output projections at zero; drawn by default.",
+        None,
+        metavar="[zero]",
+    )
+    head_std: float | None = option(
+        "llama: the standard deviation an untied head is drawn with; 0.02 by default.", None
+    )
 
 
 class Llama(Family):
@@ -143,6 +164,7 @@ class Llama(Family):
         if eps is not None and not (is_number(eps) and 0 < eps < 1):
             raise Refusal(f"{name('norm_eps')} is {eps}; it must lie above 0 and below 1")
         check_rotary(config, name)
+        check_recipe(config, name)
 
     def layer_attention(self, config: ModelConfig, layer: int) -> LayerAttention:
         """What the attention of `layer` sets apart: in llama, every layer's rotary positions are
@@ -151,7 +173,9 @@ class Llama(Family):
 
     def parts(self, config: ModelConfig) -> Parts:
         settings = config.settings
-        rms = Norm("rms", RMS_EPS if settings.norm_eps is None else settings.norm_eps)
+        eps = RMS_EPS if settings.norm_eps is None else settings.norm_eps
+        rms = Norm("rms" if settings.norm is None else "rms_unscaled", eps)
+        gated = settings.mlp is None
         return Parts(
             norm=rms,
             attention=Attention(
@@ -162,13 +186,16 @@ class Llama(Family):
                 layers=tuple(self.layer_attention(config, i) for i in range(config.layers)),
                 qk_norm=rms if self.qk_norm else None,
             ),
-            feed_forward=FeedForward(gated=True, activation="silu", bias=False),
+            feed_forward=FeedForward(gated, "silu" if gated else "relu2", bias=False),
             learned_positions=False,
             tied_head=settings.tie_embeddings,
+            zero_projections=settings.projection_init == "zero",
+            head_std=settings.head_std,
         )
 
     def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:
         settings, parts = config.settings, config.parts
+        exportable(config, self.transformers_class)
         return {
             "architectures": [self.transformers_class],
             "model_type": self.model_type,

@@ -1,0 +1,61 @@
+"""The settings of today's recipe for small models that llama's decoder takes (and the families
+built on it, Qwen3's QK-norm among them): a ReLU-squared feed-forward without a gate, RMSNorms
+without a learned scale, output projections that start at zero and a head drawn small.
+
+What transformers computes of them: an unscaled RMSNorm is one whose scale is 1, so a model with
+them exports exactly (`zrodlo.exchange.to_transformers.unit_scales`); no transformers llama, Qwen or SmolLM class has a feed-forward
+without a gate, so a relu2 model's export is refused naming the setting. The other two shape only
+the weights a fresh model is drawn with.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from zrodlo.storage.refusal import Refusal
+
+if TYPE_CHECKING:
+    from zrodlo.model.config import ModelConfig
+
+# Each setting with the one value it takes besides None (its family's own part).
+CHOICES = {"mlp": "relu2", "norm": "unscaled", "projection_init": "zero"}
+RECIPE = (*CHOICES, "head_std")
+
+
+def check_recipe(config: ModelConfig, name: Any) -> None:
+    """Refuse a value a recipe setting does not take, and a head_std for a tied head."""
+    settings = config.settings
+    for field, choice in CHOICES.items():
+        value = getattr(settings, field)
+        if value is not None and value != choice:
+            raise Refusal(f"{name(field)} is {value!r}; it takes {choice}, or none for the default")
+    std = settings.head_std
+    if std is not None and (
+        isinstance(std, bool) or not isinstance(std, int | float) or not math.isfinite(std)
+        or std <= 0
+    ):  # fmt: skip
+        raise Refusal(f"{name('head_std')} is {std}; it must be a positive finite number")
+    if std is not None and settings.tie_embeddings:
+        raise Refusal(
+            f"{name('head_std')} draws a head of its own, and {name('tie_embeddings')} makes the "
+            "head read the token embedding"
+        )
+
+
+def refuse_recipe(config: ModelConfig, name: Any, family: str) -> None:
+    """Refuse every recipe setting for a family whose decoder has its own norms and feed-forward."""
+    for field in RECIPE:
+        if getattr(config.settings, field) is not None:
+            raise Refusal(
+                f"{name(field)} is set; a {family} model's norms and feed-forward are its own"
+            )
+
+
+def exportable(config: ModelConfig, transformers_class: str) -> None:
+    """Refuse the export of a setting `transformers_class` does not compute."""
+    if config.settings.mlp is not None:
+        raise Refusal(
+            f"the model's feed-forward is relu2 without a gate (mlp), and {transformers_class} "
+            "gates its feed-forward; no transformers class computes it, so it cannot be exported"
+        )

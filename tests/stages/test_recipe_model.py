@@ -1,0 +1,135 @@
+"""Today's recipe as model settings through the real commands: a llama with a ReLU-squared
+feed-forward, unscaled RMSNorms, zero output projections and a small head, and Qwen3's QK-norm
+unscaled; each drawn as it says, trained with Muon, and exported where a transformers class
+computes it (with transformers' loss equal to Zrodlo's), refused naming the setting where none
+does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import TINY_MODEL, zrodlo_succeeds
+from safetensors.torch import load_file
+
+from oracles import transformers_loss
+
+# In `make test`, not `make check`: training runs and transformers.
+pytestmark = pytest.mark.slow
+
+transformers = pytest.importorskip("transformers")
+
+RECIPE = (
+    "--mlp",
+    "relu2",
+    "--norm",
+    "unscaled",
+    "--projection-init",
+    "zero",
+    "--head-std",
+    "0.001",
+)
+MUON = {"--optimizer": "muon", "--learning-rate": 0.02, "--checkpoint-every": 2}
+# The model whose export transformers computes (the other settings shape only its draw), and
+# GPT-2's decoder with ReLU squared.
+EXPORTED = {
+    "qwen3 unscaled": ("--architecture", "qwen3", "--kv-heads", "1", "--norm", "unscaled",
+                       "--projection-init", "zero", "--head-std", "0.001"),
+    "gpt relu2": ("--activation", "relu2"),
+}  # fmt: skip
+
+
+def initialised(root: Path, training_data, *flags: str) -> Path:
+    root.mkdir()
+    zrodlo_succeeds(
+        "model", "init", "--tokenizer", training_data.tokenizer, "--output", "model",
+        *TINY_MODEL, "--dropout", "0", "--seed", "7", *flags, cwd=root,
+    )  # fmt: skip
+    return root / "model"
+
+
+def test_the_recipe_model_is_drawn_as_its_settings_say_and_trains_with_muon(
+    training_data, train_args, tmp_path
+):
+    model = initialised(tmp_path / "recipe", training_data, "--architecture", "llama", *RECIPE)
+    config = json.loads((model / "config.json").read_text())
+    assert {key: config[key] for key in ("mlp", "norm", "projection_init", "head_std")} == {
+        "mlp": "relu2", "norm": "unscaled", "projection_init": "zero", "head_std": 0.001,
+    }  # fmt: skip
+    weights = load_file(model / "model.safetensors")
+    assert not [name for name in weights if "norm" in name]  # no scale to learn
+    assert {name.split(".", 2)[2] for name in weights if name.startswith("blocks.0.")} == {
+        "attention.qkv.weight", "attention.out.weight", "mlp.up.weight", "mlp.down.weight",
+    }  # fmt: skip
+    assert not weights["blocks.0.attention.out.weight"].any()
+    assert not weights["blocks.0.mlp.down.weight"].any()
+    assert weights["lm_head.weight"].std().item() == pytest.approx(0.001, rel=0.1)
+    output = tmp_path / "run"
+    zrodlo_succeeds(*train_args(model, training_data.corpus, output, 4, MUON), cwd=tmp_path)
+    trained = load_file(output / "step-4" / "model.safetensors")
+    assert trained["blocks.0.mlp.down.weight"].any()  # Muon moves a matrix that starts at zero
+
+
+@pytest.mark.parametrize("case", list(EXPORTED))
+def test_transformers_computes_the_exported_recipe_as_zrodlo(
+    case, training_data, train_args, tmp_path
+):
+    model = initialised(tmp_path / "model-root", training_data, *EXPORTED[case])
+    output = tmp_path / "run"
+    zrodlo_succeeds(*train_args(model, training_data.corpus, output, 2, MUON), cwd=tmp_path)
+    zrodlo_succeeds(
+        "model", "export", "--model", output / "step-2", "--output", tmp_path / "exported",
+        cwd=tmp_path,
+    )  # fmt: skip
+    scores = tmp_path / "scores.json"
+    zrodlo_succeeds(
+        "model", "evaluate", "--model", output / "step-2", "--corpus", training_data.held_out,
+        "--context", 9, "--output", scores, cwd=tmp_path,
+    )  # fmt: skip
+    expected = json.loads(scores.read_text())["corpora"]["held-out"]["loss"]
+    exported = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path / "exported", local_files_only=True
+    )
+    with torch.no_grad():
+        assert transformers_loss(exported, training_data.held_out, 9) == pytest.approx(
+            expected, abs=1e-5
+        )
+
+
+def test_a_relu2_llama_is_refused_export_naming_the_setting(
+    training_data, assert_refused, tmp_path
+):
+    model = initialised(tmp_path / "relu2", training_data, "--architecture", "llama", *RECIPE)
+    assert_refused(
+        "model", "export", "--model", model, "--output", "exported",
+        sentence="the model's feed-forward is relu2 without a gate (mlp), and LlamaForCausalLM "
+        "gates its feed-forward; no transformers class computes it, so it cannot be exported",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flags", "sentence"),
+    [
+        (("--architecture", "llama", "--mlp", "swiglu"),
+         "--mlp is 'swiglu'; it takes relu2, or none for the default"),
+        (("--architecture", "llama", "--head-std", "0.001", "--tie-embeddings"),
+         "--head-std draws a head of its own, and --tie-embeddings makes the head read the token "
+         "embedding"),
+        (("--architecture", "llama", "--head-std", "-1"),
+         "--head-std is -1.0; it must be a positive finite number"),
+        (("--architecture", "gemma3", "--norm", "unscaled"),
+         "--norm is set; a gemma3 model's norms and feed-forward are its own"),
+        (("--mlp", "relu2"),
+         "--mlp is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt model has "
+         "none"),
+    ],
+)  # fmt: skip
+def test_a_recipe_setting_that_cannot_make_a_model_is_refused(
+    flags, sentence, training_data, assert_refused
+):
+    assert_refused(
+        "model", "init", "--tokenizer", training_data.tokenizer, "--output", "model",
+        *TINY_MODEL, "--dropout", "0", *flags, "--seed", "1", sentence=sentence,
+    )  # fmt: skip
