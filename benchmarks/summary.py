@@ -51,6 +51,9 @@ SCRIPTS = {
     "hub_models": "hub_models.py",
     "recent_models": "hub_models.py --models gemma3_270m,qwen3_0.6b --report recent_models",
     "quality_for_time": "quality_for_time.py",
+    "recipes": "recipes.py --minutes 2 4 --recipes adamw muon",
+    "recipes_ablation": "recipes.py --minutes 2 --report recipes_ablation",
+    "cpu_bf16": "cpu_bf16.py",
 }
 NO_FIGURE = "—"
 

@@ -15,6 +15,13 @@ FLAT = "the time after {configuration/steps_done/0} steps"
 CHAR = "/runs/char/"
 BITS = "characters' bits per byte"
 UNREACHED = "not reached in {/steps} steps"
+MUON_COST = (
+    Row("Muon's update of the model's weights", "update_seconds/muon update/median_s", "s",
+        "AdamW's", "update_seconds/adamw update/median_s", "muon_update_over_adamw_update",
+        "AdamW's update time"),
+    Row("The Newton-Schulz iterations' share of a Muon step", "newton_schulz_share_of_muon_step",
+        "share"),
+)  # fmt: skip
 
 # In the page's reading order, laid out by hand (a row to a few lines) to read as a list.
 TABLES = {
@@ -206,5 +213,27 @@ TABLES = {
         "time at the best of the rates {learning_rates}, as in README.md's table and chart.", (
         Row("Best validation bits per byte, {*2}, {*1} ({steps} steps at learning rate "
             "{best_learning_rate})", "best_bits_per_byte", "bits/byte", each="budgets/*/*"),
+    )),
+    "recipes": Table("Model sizes and quality", "Recipes for the minutes spent: AdamW and Muon",
+        "The pipeline's model trained for equal time with today's default (AdamW on every weight, "
+        "cosine decay) and with Muon on the blocks' matrices (AdamW beside it on the rest), each "
+        "at the best of its rates; and what Muon's update costs.", (
+        *(Row(f"Best validation bits per byte, {budget}, {{*}} ({{steps}} steps of "
+              "{seconds_per_step:s} at learning rate {best_learning_rate})", "best_bits_per_byte",
+              "bits/byte", "today's default",
+              f"/budgets/{budget}/adamw/best_bits_per_byte", QUOTIENT, "the default's bits",
+              each=f"budgets/{budget}/*")
+          for budget in ("2 minutes", "4 minutes")),
+        *MUON_COST,
+    )),
+    "recipes_ablation": Table("Model sizes and quality", "Today's recipe, one change at a time",
+        "Each change of today's recipe alone over the default (AdamW, cosine decay, SwiGLU, scaled "
+        "norms, drawn projections), then all of them at once, trained for two minutes at the best "
+        "of its rates.", (
+        Row("Best validation bits per byte, {*} ({steps} steps of {seconds_per_step:s} at "
+            "learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte",
+            "today's default", "/budgets/2 minutes/adamw/best_bits_per_byte", QUOTIENT,
+            "the default's bits", each="budgets/2 minutes/*"),
+        *MUON_COST,
     )),
 }  # fmt: skip

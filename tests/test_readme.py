@@ -147,3 +147,37 @@ def test_every_learning_rate_of_the_sweep_is_in_docs_models():
         + " |"
         in page
     )
+
+
+def test_the_optimizer_table_is_what_benchmarks_recipes_measured():
+    """README: AdamW's and Muon's best validation bits per byte at each budget, with the rate."""
+    measured = json.loads((ROOT / "reports" / "bench" / "recipes.json").read_text())
+    rows = table_rows(README, "(AdamW on every weight, .+?|Muon on the blocks' matrices, .+?)")
+    assert len(rows) == 2
+    for (_, cells), recipe in zip(rows, ("adamw", "muon"), strict=True):
+        assert cells == [
+            f"{entry[recipe]['best_bits_per_byte']:.3f} ({entry[recipe]['best_learning_rate']:g})"
+            for entry in measured["budgets"].values()
+        ], recipe
+    header = " | ".join(f"{budget}, bits/byte (rate)" for budget in measured["budgets"])
+    assert f"| optimizer | {header} |" in README
+
+
+def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
+    """docs/training.md: each recipe of the ablation, its steps and best bits per byte (rate)."""
+    measured = json.loads((ROOT / "reports" / "bench" / "recipes_ablation.json").read_text())
+    page = (ROOT / "docs" / "training.md").read_text()
+    rows = re.findall(r"^\| [^|]+ \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", page, re.M)
+    entries = measured["budgets"]["2 minutes"].values()
+    assert rows == [
+        (str(e["steps"]), f"{e['best_bits_per_byte']:.3f}", f"{e['best_learning_rate']:g}")
+        for e in entries
+    ]
+    recipes = json.loads((ROOT / "reports" / "bench" / "recipes.json").read_text())["budgets"]
+    for recipe, name in (
+        ("adamw", "AdamW, cosine decay (the default)"),
+        ("muon", "Muon, cosine decay"),
+    ):
+        cells = [f"{b[recipe]['best_bits_per_byte']:.3f} ({b[recipe]['best_learning_rate']:g})"
+                 for b in recipes.values()]  # fmt: skip
+        assert f"| {name} | {' | '.join(cells)} |" in page
