@@ -51,7 +51,7 @@ def unit_scales(
 ) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
     """What transformers is given of a model whose RMSNorms are unscaled (llama's `norm`): the
     same model with scaled norms, each scale 1, which computes the same, as x * 1 is x."""
-    if getattr(config.settings, "norm", None) is None:
+    if config.parts.norm.kind != "rms_unscaled":
         return config, weights
     scaled = config.changed(norm=None)
     shapes = parameter_shapes(scaled)
@@ -91,11 +91,11 @@ def export(model: Path, output: Path, adapter: bool = False) -> Path:
     loaded = read_model(model)
     config, tokenizer = loaded.config, loaded.tokenizer
     family = config.family
-    family.transformers_config(config, tokenizer.bos, tokenizer.eos)  # refuses what none computes
     own = loaded.weights
     if (adapters := loaded.adapters) is not None:
         own = merged(own, config, adapters.spec, adapters.tensors)
     config, own = unit_scales(config, own)
+    # Refuses, before anything is written, what no transformers class computes.
     stated = family.transformers_config(config, tokenizer.bos, tokenizer.eos)
     weights = transformers_weights(family.transformers_names(config), own)
     with new_directory(output) as partial:

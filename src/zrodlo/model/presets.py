@@ -6,7 +6,7 @@ it suits.
 
 from __future__ import annotations
 
-from zrodlo.storage.refusal import Refusal
+from zrodlo.storage.refusal import Refusal, listed
 
 # The fields of `ModelConfig` a preset gives; the others (positions, dropout) are the run's choice.
 SHAPE = ("layers", "heads", "d_model", "d_ff")
@@ -23,7 +23,7 @@ PRESETS: dict[str, dict[str, int]] = {
 def shape_of(preset: str | None, given: dict[str, int | None]) -> dict[str, int]:
     """The shape fields of a model: each one `given` (not None), else the preset's. Refuse a preset
     that is not one, and a field that neither gives."""
-    names = _listed(list(PRESETS))
+    names = listed(PRESETS)
     if preset is not None and preset not in PRESETS:
         raise Refusal(f"--preset {preset} is no preset; choose {names}")
     base = PRESETS[preset] if preset is not None else {}
@@ -39,7 +39,3 @@ def shape_of(preset: str | None, given: dict[str, int | None]) -> dict[str, int]
             )
         shape[field] = value
     return shape
-
-
-def _listed(names: list[str]) -> str:
-    return ", ".join(names[:-1]) + " or " + names[-1]

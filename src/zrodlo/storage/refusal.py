@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 _SOURCE_PLACE = re.compile(r"^\[[^\]]*\.\w+:\d+\] ")
@@ -60,6 +61,12 @@ class LostContact(Refusal):
             f"process {rank} of {world} lost contact with the other processes of the run "
             f"({said or type(error).__name__}); the checkpoints already written are whole"
         )
+
+
+def listed(names: Iterable[str], last: str = "or") -> str:
+    """Names as a sentence lists them: "a, b or c" ("a" alone, "a or b")."""
+    *others, final = names
+    return f"{', '.join(others)} {last} {final}" if others else final
 
 
 def shown(value: float | int) -> str:

@@ -23,9 +23,9 @@ from zrodlo.data.tokenizer.imported import ImportedBPE
 from zrodlo.data.tokenizer.imported_sentencepiece import ImportedSentencePiece
 from zrodlo.storage import jsonfile
 from zrodlo.storage.inputs import read_input
-from zrodlo.storage.refusal import Refusal
+from zrodlo.storage.refusal import Refusal, listed
 
-__all__ = ["FILE_NAME", "FITTED", "KINDS", "Tokenizer", "listed", "load_tokenizer"]
+__all__ = ["FILE_NAME", "FITTED", "KINDS", "Tokenizer", "load_tokenizer"]
 
 KINDS: dict[str, type[Tokenizer]] = {
     kind.kind: kind for kind in (CharTokenizer, BPETokenizer, ImportedBPE, ImportedSentencePiece)
@@ -73,7 +73,3 @@ def tokenizer_from_bytes(file: Path, content: bytes | memoryview) -> Tokenizer:
             f"{tokenizer.digest}; the file was changed after it was fitted"
         )
     return tokenizer
-
-
-def listed(names: list[str]) -> str:
-    return ", ".join(names[:-1]) + " or " + names[-1]

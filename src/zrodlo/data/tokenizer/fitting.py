@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from zrodlo.data.documents import read_documents
-from zrodlo.data.tokenizer import FITTED, Tokenizer, listed
+from zrodlo.data.tokenizer import FITTED, Tokenizer
 from zrodlo.storage.outputs import new_directory
-from zrodlo.storage.refusal import Refusal
+from zrodlo.storage.refusal import Refusal, listed
 
 
 def check_fit(kind: str, vocab_size: int | None) -> None:

@@ -21,6 +21,7 @@ from zrodlo.model.families.llama import Llama
 from zrodlo.model.families.qwen2 import Qwen2
 from zrodlo.model.families.qwen3 import Qwen3
 from zrodlo.model.families.smollm3 import SmolLM3
+from zrodlo.storage.refusal import listed as sentence_list
 
 FAMILIES: dict[str, Family] = {
     family.name: family for family in (GPT(), Llama(), Qwen2(), Qwen3(), SmolLM3(), Gemma3())
@@ -31,8 +32,7 @@ DEFAULT = "gpt"
 
 def listed(names: list[str] | None = None, last: str = "or") -> str:
     """The families' names (or `names`) as a sentence lists them: "gpt, llama, qwen2, qwen3, smollm3 or gemma3"."""
-    names = list(FAMILIES) if names is None else names
-    return ", ".join(names[:-1]) + f" {last} " + names[-1] if len(names) > 1 else names[0]
+    return sentence_list(list(FAMILIES) if names is None else names, last)
 
 
 def families_with(setting: str) -> list[str]:

@@ -12,7 +12,6 @@ tied to the token embedding where transformers ties it (its default), and fine-t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zrodlo.model.declared import option
 from zrodlo.model.families.base import Family, fixed, is_whole, tied
 from zrodlo.model.parts import Attention, FeedForward, LayerAttention, Norm, Parts
-from zrodlo.storage.refusal import Refusal
+from zrodlo.storage.refusal import Refusal, listed
 
 if TYPE_CHECKING:
     from zrodlo.model.config import ModelConfig
@@ -62,11 +61,6 @@ _FIXED = {
 }
 
 
-def _either(names: Iterable[str]) -> str:
-    *others, last = names
-    return f"{', '.join(others)} or {last}"
-
-
 @dataclass(frozen=True, kw_only=True)
 class GPTSettings:
     """What only GPT-2's decoder has."""
@@ -101,7 +95,7 @@ class GPT(Family):
     def check(self, config: ModelConfig, name: Any) -> None:
         activation = config.settings.activation
         if activation not in ACTIVATIONS:
-            raise Refusal(f"{name('activation')} is {activation!r}; it is {_either(ACTIVATIONS)}")
+            raise Refusal(f"{name('activation')} is {activation!r}; it is {listed(ACTIVATIONS)}")
 
     def parts(self, config: ModelConfig) -> Parts:
         return Parts(
@@ -149,7 +143,7 @@ class GPT(Family):
         if activation not in ACTIVATIONS:
             raise Refusal(
                 f"{file} sets activation_function to {activation!r}; Zrodlo computes GPT-2 with "
-                f"{_either(map(repr, ACTIVATIONS))} only, so the model cannot be imported exactly"
+                f"{listed(map(repr, ACTIVATIONS))} only, so the model cannot be imported exactly"
             )
         embedding, residual = stated.get("embd_pdrop", 0.1), stated.get("resid_pdrop", 0.1)
         if embedding != residual:
