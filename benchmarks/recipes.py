@@ -1,15 +1,28 @@
 """Recipes at equal wall time: validation bits per byte after the same minutes of training on the
-default documents, for today's default (AdamW on every weight, cosine decay), each change of
-today's recipe alone over it (Muon, ReLU squared, QK-norm, unscaled norms, zero output projections
-with a small head, warmup-stable-decay) and all of them at once, each at the best of its learning
-rates; and Muon's update cost beside AdamW's, with the Newton-Schulz iterations' share of a step.
+default documents, for today's default (AdamW on every weight, cosine decay), nanoGPT's CPU recipe
+and nanochat's at this size, each change of today's recipe alone over the default (Muon, ReLU
+squared, QK-norm, unscaled norms, zero output projections with a small head, a logit cap,
+warmup-stable-decay) and all of them at once, each at the best of three learning rates; and Muon's
+update cost beside AdamW's, with the Newton-Schulz iterations' share of a step.
+
+Every recipe runs in Zrodlo's trainer on the same tokens with one evaluator, so that what differs
+is the recipe: nanoGPT's is its README's CPU command (GPT-2's decoder, 4 layers of 128, context
+64, batch 12, AdamW at 1e-3 with beta2 0.99, 100 of 2,000 updates of warmup, cosine decay to a
+tenth, no dropout); nanochat's is its model (QK-norm, ReLU squared, unscaled norms, zero output
+projections, a head drawn at 0.001, logits capped at 15, no dropout) and its optimizer groups
+(Muon at its matrix rate, AdamW on the embedding and the head at their rates scaled by width as
+nanochat's setup_optimizer scales them, betas 0.8 and 0.96, epsilon 1e-10, 40 updates of warmup,
+linear warmdown over the last 65% to 5%, Muon's momentum from 0.85 to 0.97 over 400 updates),
+swept by 0.25, 0.5 and 1 of those rates. What Zrodlo's decoders do not have is left out: nanoGPT's
+unbiased layers; nanochat's value embeddings, residual and x0 scalars, smear and backout, its
+embedding drawn at 0.8, its cautious weight decay and schedule of it, and its momentum warmdown.
 
 The documents are split and the tokenizer fitted as the pipeline does (params.yaml). A recipe is
-params.yaml's init and train sections with its changes (RECIPES); its steps are chosen so that its
-schedule ends at the budget: a 10-step probe gives the seconds a step takes, and the run is the
-budget over that (10% left for the held-out scores). Every run scores the whole validation pool
-about ten times; bits per byte are over the text the windows hold. Figures go to
-reports/bench/<report>.json.
+params.yaml's init and train sections with its changes (RECIPES), trained on shuffled windows as
+the train stage is; its steps are chosen so that its schedule ends at the budget: a 10-step probe
+gives the seconds a step takes, and the run is the budget over that (10% left for the held-out
+scores). Every run scores the whole validation pool about ten times; bits per byte are over the
+text the windows hold. Figures go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes.py [--minutes 2 4] [--recipes adamw muon] [--report recipes]
         [--muon-rates 0.01 0.02 0.04]"""
@@ -20,7 +33,7 @@ import argparse
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import measure
@@ -38,11 +51,13 @@ from zrodlo.training.plan import RunPlan
 
 @dataclass(frozen=True)
 class Recipe:
-    """Changes to params.yaml's init and train sections, and the peak rates swept."""
+    """Changes to params.yaml's init and train sections (None: a key left out), the peak rates
+    swept, and the train keys that are multiples of the rate swept."""
 
     init: dict
     train: dict
     rates: tuple[float, ...]
+    relative: dict = field(default_factory=dict)
 
 
 ADAMW_RATES = (0.002, 0.004, 0.008)
@@ -51,9 +66,29 @@ MUON = {"optimizer": "muon", "embedding_rate": 0.008, "head_rate": 0.004, "vecto
 WSD = {"decay_shape": "linear", "decay": 0.3, "min_learning_rate": 0.0}
 MODEL = {"architecture": "qwen3", "mlp": "relu2", "norm": "unscaled", "projection_init": "zero",
          "head_std": 0.001}  # fmt: skip
-# Today's default, each change alone over it, and all of them at once.
+NANOGPT = Recipe(
+    {"architecture": "gpt", "positions": 64, "dropout": 0.0, "tie_embeddings": True,
+     "kv_heads": None},
+    {"context": 65, "batch_size": 12, "micro_batch_size": 12, "beta1": 0.9, "beta2": 0.99,
+     "warmup": 0.05, "decay": 0.95, "decay_shape": "cosine"},
+    (5e-4, 1e-3, 2e-3), {"min_learning_rate": 0.1},
+)  # fmt: skip
+# nanochat's Muon rate 0.02; its AdamW rates scaled by (d_model / 768) ** -0.5, as multiples of it.
+WIDTH = (128 / 768) ** -0.5
+NANOCHAT = Recipe(
+    MODEL | {"logit_cap": 15.0, "dropout": 0.0, "kv_heads": None},
+    {"optimizer": "muon", "beta1": 0.8, "beta2": 0.96, "epsilon": 1e-10, "warmup_updates": 40,
+     "decay": 0.65, "decay_shape": "linear", "muon_momentum": 0.97,
+     "muon_momentum_warmup": 400},
+    (0.005, 0.01, 0.02),
+    {"embedding_rate": 0.3 / 0.02 * WIDTH, "head_rate": 0.008 / 0.02 * WIDTH,
+     "min_learning_rate": 0.05},
+)  # fmt: skip
+# Today's default, nanoGPT's and nanochat's, each change alone over the default, and all at once.
 RECIPES = {
     "adamw": Recipe({}, {}, ADAMW_RATES),
+    "nanogpt": NANOGPT,
+    "nanochat": NANOCHAT,
     "muon": Recipe({}, MUON, MUON_RATES),
     "relu2": Recipe({"mlp": "relu2"}, {}, ADAMW_RATES),
     "qk-norm": Recipe({"architecture": "qwen3"}, {}, ADAMW_RATES),
@@ -62,6 +97,7 @@ RECIPES = {
         {"projection_init": "zero", "head_std": 0.001}, {}, ADAMW_RATES
     ),
     "wsd": Recipe({}, WSD, ADAMW_RATES),
+    "logit cap": Recipe({"logit_cap": 15.0}, {}, ADAMW_RATES),
     "new recipe": Recipe(MODEL, MUON | WSD, MUON_RATES),
 }
 
@@ -86,18 +122,25 @@ def prepared(root: Path, params: dict) -> Path:
 
 def model_of(root: Path, params: dict, recipe: Recipe) -> Path:
     """The recipe's model, params.yaml's init section with its changes, made once."""
-    init = {k: v for k, v in params["init"].items() if k != "from" and v is not None}
-    init |= recipe.init
+    init = params["init"] | recipe.init
+    init = {k: v for k, v in init.items() if k != "from" and v is not None}
     model = root / ("model-" + "-".join(f"{k}={v}" for k, v in sorted(recipe.init.items())))
     if not model.exists():
         api.init(root / "tokenizer", model, **init)
     return model
 
 
-def plan_of(params: dict, changes: dict, steps: int, rate: float) -> dict:
-    train = dict(params["train"], **changes, steps=steps, learning_rate=rate)
+def plan_of(params: dict, recipe: Recipe, steps: int, rate: float) -> dict:
+    """The run's flags: the train stage's (its windows shuffled, as dvc.yaml asks) with the
+    recipe's changes, a warmup of whole updates where it gives one."""
+    relative = {key: factor * rate for key, factor in recipe.relative.items()}
+    train = dict(params["train"], **recipe.train, **relative, steps=steps, learning_rate=rate)
     plan = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
-    plan |= schedule_steps(train) | {"eval_every": max(1, steps // 10)}
+    plan |= schedule_steps(train) | {"eval_every": max(1, steps // 10), "shuffle": True}
+    if "warmup_updates" in train:  # taken from the stable updates
+        warmup = min(train["warmup_updates"], plan["warmup_steps"] + plan["stable_steps"])
+        plan["stable_steps"] -= warmup - plan["warmup_steps"]
+        plan["warmup_steps"] = warmup
     return plan | {"checkpoint_every": steps, "keep_checkpoints": 1}
 
 
@@ -113,7 +156,7 @@ def trained(root: Path, params: dict, recipe: Recipe, steps: int, rate: float, n
     api.train(
         model_of(root, params, recipe), root / "train", root / name,
         eval_corpus=root / "validation", device=train["device"], threads=train["threads"],
-        progress=progress, **plan_of(params, recipe.train, steps, rate),
+        progress=progress, **plan_of(params, recipe, steps, rate),
     )  # fmt: skip
     return records
 
@@ -133,7 +176,7 @@ def newton_schulz_share(root: Path, params: dict, repeats: int) -> dict:
     for _, parameter in named:
         parameter.grad = torch.randn_like(parameter)
     train = params["train"]
-    plan = RunPlan(**plan_of(params, RECIPES["muon"].train, 100, 0.02))
+    plan = RunPlan(**plan_of(params, RECIPES["muon"], 100, 0.02))
     optimizers = {
         "adamw": build_optimizer(named, model.config, plan.adamw, 0.004, None),
         "muon": build_optimizer(named, model.config, plan.adamw, 0.02, plan.muon),
@@ -171,7 +214,9 @@ def main() -> None:
     params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
     for name, recipe in RECIPES.items():  # the Muon recipes sweep the rates asked for
         if recipe.rates == MUON_RATES:
-            RECIPES[name] = Recipe(recipe.init, recipe.train, tuple(args.muon_rates))
+            RECIPES[name] = Recipe(
+                recipe.init, recipe.train, tuple(args.muon_rates), recipe.relative
+            )
     budgets, per_step = {}, {}
     with tempfile.TemporaryDirectory() as directory:
         root = prepared(Path(directory), params)
@@ -213,7 +258,8 @@ def swept(root: Path, params: dict, name: str, minutes: float, per_step: float) 
     }
     best = min(runs, key=lambda rate: runs[rate][1])
     return {
-        "init": recipe.init, "train": recipe.train, "seconds_per_step": round(per_step, 4),
+        "init": recipe.init, "train": recipe.train, "relative": recipe.relative,
+        "seconds_per_step": round(per_step, 4),
         "steps": steps, "best_learning_rate": float(best), "best_bits_per_byte": runs[best][1],
         "runs": {rate: {"seconds": s, "bits_per_byte": b} for rate, (s, b) in runs.items()},
         "wall_seconds": round(time.perf_counter() - started, 1),

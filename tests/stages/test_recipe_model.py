@@ -1,8 +1,8 @@
 """Today's recipe as model settings through the real commands: a llama with a ReLU-squared
-feed-forward, unscaled RMSNorms, zero output projections and a small head, and Qwen3's QK-norm
-unscaled; each drawn as it says, trained with Muon, and exported where a transformers class
-computes it (with transformers' loss equal to Zrodlo's), refused naming the setting where none
-does."""
+feed-forward, unscaled RMSNorms, zero output projections, a small head and capped logits, and
+Qwen3's QK-norm unscaled; each drawn and computed as it says, trained with Muon, and exported where
+a transformers class computes it (with transformers' loss equal to Zrodlo's), refused naming the
+setting where none does."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from conftest import TINY_MODEL, zrodlo_succeeds
 from safetensors.torch import load_file
 
 from oracles import transformers_loss
+from zrodlo.model.decoder import build_model
+from zrodlo.model.directory import read_model_directory
 
 # In `make test`, not `make check`: training runs and transformers.
 pytestmark = pytest.mark.slow
@@ -31,6 +33,7 @@ RECIPE = (
     "--head-std",
     "0.001",
 )
+LLAMA = ("--architecture", "llama")
 MUON = {"--optimizer": "muon", "--learning-rate": 0.02, "--checkpoint-every": 2}
 # The model whose export transformers computes (the other settings shape only its draw), and
 # GPT-2's decoder with ReLU squared.
@@ -98,6 +101,37 @@ def test_transformers_computes_the_exported_recipe_as_zrodlo(
         )
 
 
+def test_a_capped_llama_computes_cap_tanh_of_the_logits_it_would_give_uncapped(
+    training_data, tmp_path
+):
+    # A cap below the largest logit a fresh tiny model gives, so that it binds.
+    capped = initialised(tmp_path / "capped", training_data, *LLAMA, "--logit-cap", "0.05")
+    uncapped = initialised(tmp_path / "uncapped", training_data, *LLAMA)
+    assert json.loads((capped / "config.json").read_text())["logit_cap"] == 0.05
+    assert (capped / "model.safetensors").read_bytes() == (
+        uncapped / "model.safetensors"
+    ).read_bytes()  # the cap changes what the weights compute, not their draw
+    tokens = torch.arange(8).reshape(1, 8) % 5  # (batch 1, 8 positions)
+    with torch.no_grad():
+        logits, plain = (
+            build_model(read_model_directory(model)).eval()(tokens) for model in (capped, uncapped)
+        )  # (1, 8, vocabulary) each
+    assert plain.abs().max() > 0.05  # the cap binds: the test would see a missing one
+    assert logits.abs().max() < 0.05
+    torch.testing.assert_close(logits, 0.05 * torch.tanh(plain / 0.05), rtol=0, atol=1e-7)
+
+
+def test_a_capped_llama_is_refused_export_naming_the_setting(
+    training_data, assert_refused, tmp_path
+):
+    model = initialised(tmp_path / "capped", training_data, *LLAMA, "--logit-cap", "15")
+    assert_refused(
+        "model", "export", "--model", model, "--output", "exported",
+        sentence="the model caps its logits (logit_cap), and LlamaForCausalLM computes them "
+        "uncapped; it cannot be exported",
+    )  # fmt: skip
+
+
 def test_a_relu2_llama_is_refused_export_naming_the_setting(
     training_data, assert_refused, tmp_path
 ):
@@ -124,6 +158,11 @@ def test_a_relu2_llama_is_refused_export_naming_the_setting(
         (("--mlp", "relu2"),
          "--mlp is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt model has "
          "none"),
+        (("--architecture", "qwen3", "--logit-cap", "0"),
+         "--logit-cap is 0.0; it must be a positive finite number"),
+        (("--logit-cap", "15"),
+         "--logit-cap is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt model "
+         "has none"),
     ],
 )  # fmt: skip
 def test_a_recipe_setting_that_cannot_make_a_model_is_refused(

@@ -59,7 +59,7 @@ _ROTARY_KEYS = {"rope_type", "rope_theta"}
 
 @dataclass(frozen=True, kw_only=True)
 class Gemma3Settings(LlamaSettings):
-    """llama's settings (rotary scaling aside), and Gemma's local layers, scale and cap."""
+    """llama's settings (rotary scaling and the recipe's aside), Gemma's local layers and scale."""
 
     local_rope_theta: float | None = option(
         "gemma3: the base of the rotary angles of the local layers; 10000 by default.", None
@@ -74,10 +74,6 @@ class Gemma3Settings(LlamaSettings):
     )
     query_scalar: int | None = option(
         "gemma3: attention scores are divided by its square root; the head width by default.",
-        None,
-    )
-    logit_cap: float | None = option(
-        "gemma3: logits are capped to (-cap, cap) by cap * tanh(logits / cap); none by default.",
         None,
     )
 
@@ -128,9 +124,6 @@ class Gemma3(Llama):
             unset = field == "query_scalar" and value is None  # the head width
             if not (unset or (is_whole(value) and value >= 1)):
                 raise Refusal(f"{name(field)} is {value}; it must be a whole number of one or more")
-        cap = settings.logit_cap
-        if cap is not None and not (is_number(cap) and 0 < cap < float("inf")):
-            raise Refusal(f"{name('logit_cap')} is {cap}; it must be a positive finite number")
 
     def layer_attention(self, config: ModelConfig, layer: int) -> LayerAttention:
         settings = config.settings

@@ -104,6 +104,9 @@ class LlamaSettings:
     head_std: float | None = option(
         "llama: the standard deviation an untied head is drawn with; 0.02 by default.", None
     )
+    logit_cap: float | None = option(
+        "Logits are capped to (-cap, cap) by cap * tanh(logits / cap); none by default.", None
+    )
 
 
 class Llama(Family):
@@ -191,6 +194,7 @@ class Llama(Family):
             tied_head=settings.tie_embeddings,
             zero_projections=settings.projection_init == "zero",
             head_std=settings.head_std,
+            logit_cap=settings.logit_cap,
         )
 
     def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """The settings of today's recipe for small models that llama's decoder takes (and the families
 built on it, Qwen3's QK-norm among them): a ReLU-squared feed-forward without a gate, RMSNorms
-without a learned scale, output projections that start at zero and a head drawn small.
+without a learned scale, output projections that start at zero, a head drawn small and a tanh cap
+on the logits (Gemma 3's cap, which gemma3 alone of them takes too).
 
 What transformers computes of them: an unscaled RMSNorm is one whose scale is 1, so a model with
-them exports exactly (`zrodlo.exchange.to_transformers.unit_scales`); no transformers llama, Qwen or SmolLM class has a feed-forward
-without a gate, so a relu2 model's export is refused naming the setting. The other two shape only
-the weights a fresh model is drawn with.
+them exports exactly (`zrodlo.exchange.to_transformers.unit_scales`); no transformers llama, Qwen
+or SmolLM class has a feed-forward without a gate or caps its logits, so the export of a relu2 or
+capped model is refused naming the setting (Gemma3ForCausalLM writes its cap). The other two
+shape only the weights a fresh model is drawn with.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from zrodlo.model.families.base import is_number
 from zrodlo.storage.refusal import Refusal
 
 if TYPE_CHECKING:
@@ -26,6 +29,9 @@ RECIPE = (*CHOICES, "head_std")
 def check_recipe(config: ModelConfig, name: Any) -> None:
     """Refuse a value a recipe setting does not take, and a head_std for a tied head."""
     settings = config.settings
+    cap = settings.logit_cap
+    if cap is not None and not (is_number(cap) and 0 < cap < float("inf")):
+        raise Refusal(f"{name('logit_cap')} is {cap}; it must be a positive finite number")
     for field, choice in CHOICES.items():
         value = getattr(settings, field)
         if value is not None and value != choice:
@@ -58,4 +64,9 @@ def exportable(config: ModelConfig, transformers_class: str) -> None:
         raise Refusal(
             f"the model's feed-forward is relu2 without a gate (mlp), and {transformers_class} "
             "gates its feed-forward; no transformers class computes it, so it cannot be exported"
+        )
+    if config.settings.logit_cap is not None:
+        raise Refusal(
+            f"the model caps its logits (logit_cap), and {transformers_class} computes them "
+            "uncapped; it cannot be exported"
         )
