@@ -2,9 +2,10 @@
 the same step in float32, a step of each in turn, on this machine's threads; and a matrix product
 of the model's width in each, to see what the processor's bfloat16 units (AVX-512 BF16, AMX) give
 where it has them. Seed 001 refuses `--precision bf16` on the CPU; this says what allowing it would
-buy here. Figures go to reports/bench/cpu_bf16.json.
+buy here. Figures go to reports/bench/<report>.json: cpu_bf16.json was measured on a processor
+with AVX2 alone, cpu_bf16_amx.json on one with AVX-512 BF16 and AMX.
 
-    .venv/bin/python benchmarks/cpu_bf16.py [--repeats 10]
+    .venv/bin/python benchmarks/cpu_bf16.py [--repeats 10] [--report cpu_bf16_amx]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def step(model: torch.nn.Module, tokens: torch.Tensor, dtype: torch.dtype) -> fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--report", default="cpu_bf16")
     args = parser.parse_args()
     params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
     init, train = params["init"], params["train"]
@@ -80,7 +82,7 @@ def main() -> None:
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "machine": measure.machine(),
     }  # fmt: skip
-    measure.write_report(measure.REPORTS / "cpu_bf16.json", report)
+    measure.write_report(measure.REPORTS / f"{args.report}.json", report)
 
 
 if __name__ == "__main__":

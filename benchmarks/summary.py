@@ -51,9 +51,11 @@ SCRIPTS = {
     "hub_models": "hub_models.py",
     "recent_models": "hub_models.py --models gemma3_270m,qwen3_0.6b --report recent_models",
     "quality_for_time": "quality_for_time.py",
-    "recipes": "recipes.py --minutes 2 4 --recipes adamw muon",
-    "recipes_ablation": "recipes.py --minutes 2 --report recipes_ablation",
+    "recipes": "recipes.py --minutes 2",
+    "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
+    '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
     "cpu_bf16": "cpu_bf16.py",
+    "cpu_bf16_amx": "cpu_bf16.py --report cpu_bf16_amx",
 }
 NO_FIGURE = "—"
 

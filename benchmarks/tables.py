@@ -23,6 +23,13 @@ MUON_COST = (
         "share"),
 )  # fmt: skip
 
+RECIPES_2_MINUTES = Row(
+    "Best validation bits per byte, 2 minutes, {*} ({steps} steps of {seconds_per_step:s} at "
+    "learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte", "today's default",
+    "/budgets/2 minutes/adamw/best_bits_per_byte", QUOTIENT, "the default's bits",
+    each="budgets/2 minutes/*",
+)  # fmt: skip
+
 # In the page's reading order, laid out by hand (a row to a few lines) to read as a list.
 TABLES = {
     "prepare": Table("Data preparation", "Preparing a corpus",
@@ -214,26 +221,13 @@ TABLES = {
         Row("Best validation bits per byte, {*2}, {*1} ({steps} steps at learning rate "
             "{best_learning_rate})", "best_bits_per_byte", "bits/byte", each="budgets/*/*"),
     )),
-    "recipes": Table("Model sizes and quality", "Recipes for the minutes spent: AdamW and Muon",
-        "The pipeline's model trained for equal time with today's default (AdamW on every weight, "
-        "cosine decay) and with Muon on the blocks' matrices (AdamW beside it on the rest), each "
-        "at the best of its rates; and what Muon's update costs.", (
-        *(Row(f"Best validation bits per byte, {budget}, {{*}} ({{steps}} steps of "
-              "{seconds_per_step:s} at learning rate {best_learning_rate})", "best_bits_per_byte",
-              "bits/byte", "today's default",
-              f"/budgets/{budget}/adamw/best_bits_per_byte", QUOTIENT, "the default's bits",
-              each=f"budgets/{budget}/*")
-          for budget in ("2 minutes", "4 minutes")),
-        *MUON_COST,
-    )),
-    "recipes_ablation": Table("Model sizes and quality", "Today's recipe, one change at a time",
-        "Each change of today's recipe alone over the default (AdamW, cosine decay, SwiGLU, scaled "
-        "norms, drawn projections), then all of them at once, trained for two minutes at the best "
-        "of its rates.", (
-        Row("Best validation bits per byte, {*} ({steps} steps of {seconds_per_step:s} at "
-            "learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte",
-            "today's default", "/budgets/2 minutes/adamw/best_bits_per_byte", QUOTIENT,
-            "the default's bits", each="budgets/2 minutes/*"),
-        *MUON_COST,
-    )),
+    "recipes": Table("Model sizes and quality", "Recipes for the minutes spent",
+        "The pipeline's model and tokens trained for equal time with today's default (AdamW on "
+        "every weight, cosine decay), nanoGPT's CPU recipe, nanochat's at this size, each change "
+        "of today's recipe alone over the default and all of them at once, each at the best of "
+        "its rates; and what Muon's update costs.", (RECIPES_2_MINUTES, *MUON_COST)),
+    "recipes_python": Table("Model sizes and quality", "Recipes for the minutes spent, a second text",
+        "As the recipes above, on the Python language reference that pydoc keeps ({documents/name}"
+        "), its tokenizer fitted as the pipeline's: today's default, nanoGPT's, nanochat's and "
+        "today's recipe.", (RECIPES_2_MINUTES, MUON_COST[0])),
 }  # fmt: skip

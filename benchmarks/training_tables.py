@@ -43,6 +43,21 @@ LORA = (
         "peak_ratio_lora_over_peft", "peft's memory"),
 )  # fmt: skip
 
+CPU_BF16_TEXT = (
+    "A training step (forward and backward) of the pipeline's model, {model/windows} windows of "
+    "{model/context}, under autocast to bfloat16 against float32, and a matrix product of the "
+    "feed-forward's width in each, in turn, on a processor whose torch kernels are "
+    "{cpu_capability}. The ratios are of times: above 1 is slower."
+)
+CPU_BF16 = (
+    Row("Training step in bfloat16", "seconds/bf16 step/median_s", "s", "float32",
+        "seconds/f32 step/median_s", "step_ratio_bf16_over_f32/of_medians",
+        "float32's step time"),
+    Row("Matrix product in bfloat16, casts included", "seconds/bf16 matmul/median_s", "s",
+        "float32", "seconds/f32 matmul/median_s", "matmul_ratio_bf16_over_f32/of_medians",
+        "float32's time"),
+)  # fmt: skip
+
 TRAINING = {
     "train": Table("Training", "A training step against a plain PyTorch loop",
         "Zrodlo's `Trainer.step` (ChaCha20 windows and dropout masks, gradient norm, AdamW) and "
@@ -115,18 +130,8 @@ TRAINING = {
             "peft, base in bfloat16", "peak_rss_bytes/peft_lora", "peak_ratio_lora_over_peft",
             "peft's memory"),
     )),
-    "cpu_bf16": Table("Training", "bfloat16 on the CPU",
-        "A training step (forward and backward) of the pipeline's model, {model/windows} windows "
-        "of {model/context}, under autocast to bfloat16 against float32, and a matrix product of "
-        "the feed-forward's width in each, in turn, on a processor whose torch kernels are "
-        "{cpu_capability}. The ratios are of times: above 1 is slower.", (
-        Row("Training step in bfloat16", "seconds/bf16 step/median_s", "s", "float32",
-            "seconds/f32 step/median_s", "step_ratio_bf16_over_f32/of_medians",
-            "float32's step time"),
-        Row("Matrix product in bfloat16, casts included", "seconds/bf16 matmul/median_s", "s",
-            "float32", "seconds/f32 matmul/median_s", "matmul_ratio_bf16_over_f32/of_medians",
-            "float32's time"),
-    )),
+    "cpu_bf16": Table("Training", "bfloat16 on the CPU", CPU_BF16_TEXT, CPU_BF16),
+    "cpu_bf16_amx": Table("Training", "bfloat16 on a CPU with AMX", CPU_BF16_TEXT, CPU_BF16),
     "dropout": Table("Training", "Dropout masks",
         "A training step of Zrodlo's GPT with its ChaCha20 dropout masks against the same model "
         "with torch's dropout at the same sites, in turn; and a step's masks drawn alone against "

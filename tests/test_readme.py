@@ -149,35 +149,52 @@ def test_every_learning_rate_of_the_sweep_is_in_docs_models():
     )
 
 
-def test_the_optimizer_table_is_what_benchmarks_recipes_measured():
-    """README: AdamW's and Muon's best validation bits per byte at each budget, with the rate."""
-    measured = json.loads((ROOT / "reports" / "bench" / "recipes.json").read_text())
-    rows = table_rows(README, "(AdamW on every weight, .+?|Muon on the blocks' matrices, .+?)")
-    assert len(rows) == 2
-    for (_, cells), recipe in zip(rows, ("adamw", "muon"), strict=True):
-        assert cells == [
-            f"{entry[recipe]['best_bits_per_byte']:.3f} ({entry[recipe]['best_learning_rate']:g})"
-            for entry in measured["budgets"].values()
-        ], recipe
-    header = " | ".join(f"{budget}, bits/byte (rate)" for budget in measured["budgets"])
-    assert f"| optimizer | {header} |" in README
+# A recipe's row: its name, steps, the best run's seconds of steps and scores, and its validation
+# bits per byte (its rate).
+RECIPE_ROW = re.compile(r"^\| [^|]+ \| (\d+) \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", re.M)
+# The recipes of README's table, in its order; docs/training.md has every recipe measured.
+README_RECIPES = ("adamw", "nanogpt", "nanochat", "new recipe", "new recipe, SwiGLU")
+
+
+def recipe_rows(report: str, names=None) -> list[tuple[str, str, str, str]]:
+    measured = json.loads((ROOT / "reports" / "bench" / f"{report}.json").read_text())
+    entries = measured["budgets"]["2 minutes"]
+    rows = []
+    for entry in (entries[name] for name in (names or entries)):
+        rate = entry["best_learning_rate"]
+        best = entry["runs"][str(rate)]
+        rows.append((str(entry["steps"]), f"{best['seconds']:.0f}", f"{best['bits_per_byte']:.3f}",
+                     f"{rate:g}"))  # fmt: skip
+    return rows
+
+
+def test_the_recipes_table_is_what_benchmarks_recipes_measured():
+    """README: the default's, nanoGPT's, nanochat's and the new recipe's steps and best
+    validation bits per byte (rate) in two minutes."""
+    assert RECIPE_ROW.findall(README) == recipe_rows("recipes", README_RECIPES)
 
 
 def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
-    """docs/training.md: each recipe of the ablation, its steps and best bits per byte (rate)."""
-    measured = json.loads((ROOT / "reports" / "bench" / "recipes_ablation.json").read_text())
+    """docs/training.md: every recipe measured on the default documents, then on the second text,
+    its steps, seconds and best bits per byte (rate)."""
     page = (ROOT / "docs" / "training.md").read_text()
-    rows = re.findall(r"^\| [^|]+ \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", page, re.M)
-    entries = measured["budgets"]["2 minutes"].values()
-    assert rows == [
-        (str(e["steps"]), f"{e['best_bits_per_byte']:.3f}", f"{e['best_learning_rate']:g}")
-        for e in entries
-    ]
-    recipes = json.loads((ROOT / "reports" / "bench" / "recipes.json").read_text())["budgets"]
-    for recipe, name in (
-        ("adamw", "AdamW, cosine decay (the default)"),
-        ("muon", "Muon, cosine decay"),
-    ):
-        cells = [f"{b[recipe]['best_bits_per_byte']:.3f} ({b[recipe]['best_learning_rate']:g})"
-                 for b in recipes.values()]  # fmt: skip
-        assert f"| {name} | {' | '.join(cells)} |" in page
+    assert RECIPE_ROW.findall(page) == recipe_rows("recipes") + recipe_rows("recipes_python")
+
+
+def test_bfloat16_on_the_cpu_in_docs_training_is_what_benchmarks_cpu_bf16_measured():
+    """docs/training.md: the step's and the product's ratios on each processor measured."""
+    page = " ".join((ROOT / "docs" / "training.md").read_text().split())
+    bench = ROOT / "reports" / "bench"
+    avx2, amx = (json.loads((bench / f"{name}.json").read_text())
+                 for name in ("cpu_bf16", "cpu_bf16_amx"))  # fmt: skip
+    assert (avx2["cpu_capability"], amx["cpu_capability"]) == ("AVX2", "AVX512")
+    step, product = (
+        avx2[f"{what}_ratio_bf16_over_f32"]["of_medians"] for what in ("step", "matmul")
+    )
+    assert (
+        f"takes {step:.1f} times the float32 step, and a matrix product {product:.0f} times" in page
+    )
+    step, product = (
+        amx[f"{what}_ratio_bf16_over_f32"]["of_medians"] for what in ("step", "matmul")
+    )
+    assert f"takes {product:.2f} times float32's time, but the step takes {step:.2f} times" in page
