@@ -4,6 +4,7 @@ the params; and each command's options as it takes them from its section."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,20 @@ def kept_checkpoints(steps: int, every: int, keep: int) -> list[int]:
 def test_the_committed_params_agree(tmp_path):
     rules = check_params(ROOT / "params.yaml", tmp_path / "rules.txt")
     assert (tmp_path / "rules.txt").read_text().splitlines()[1:] == list(rules)
+
+
+def test_todays_recipe_as_docs_training_gives_it_is_params_that_agree(tmp_path):
+    """docs/training.md's `dvc exp run` of today's recipe: every -S a param, together accepted."""
+    text = (ROOT / "docs" / "training.md").read_text()
+    block = re.search(r"```sh\n(dvc exp run .*?)```", text, re.S)
+    changes: dict = {}
+    for assignment in re.findall(r"-S (\S+)", block.group(1)):
+        key, value = assignment.split("=", 1)
+        section, name = key.split(".", 1)
+        assert name in yaml.safe_load((ROOT / "params.yaml").read_text())[section], key
+        changes.setdefault(section, {})[name] = yaml.safe_load(value)
+    assert changes["train"]["optimizer"] == "muon"
+    check_params(params_with(tmp_path, **changes), tmp_path / "rules.txt")
 
 
 @pytest.mark.parametrize("every", [2, 3])
