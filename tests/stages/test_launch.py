@@ -74,16 +74,20 @@ def test_the_run_listens_on_loopback_only_and_ends_with_its_caller(
     # Steps the run cannot finish before it is stopped, however long a loaded machine keeps this
     # process from looking (400, a few seconds of training, once ended before the signal came).
     args = train_args(dropout_model, training_data.corpus, output, 100_000, flags)
-    # A session of its own, as a shell gives a command: Ctrl-C goes to the caller's group.
-    caller = subprocess.Popen(
-        [str(ZRODLO), *map(str, args), "--processes", "2"], cwd=tmp_path, env=ENV,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+    # A session of its own, as a shell gives a command: Ctrl-C goes to the caller's group. Its
+    # errors go to a file, not a pipe, whose end the workers hold too: the caller's end and the
+    # workers' are waited for apart, each with its own bound.
+    said = tmp_path / "stderr.txt"
+    with said.open("w") as errors:
+        caller = subprocess.Popen(
+            [str(ZRODLO), *map(str, args), "--processes", "2"], cwd=tmp_path, env=ENV,
+            stdout=subprocess.DEVNULL, stderr=errors, text=True, start_new_session=True,
+        )  # fmt: skip
     try:
         # A second checkpoint, whichever: with two kept, step-2 lasts only until step-4 is written,
         # and a poller a loaded machine holds back can miss it.
         wait_until(lambda: caller.poll() is not None or len(list(output.glob("step-*"))) >= 2)
-        assert caller.poll() is None, caller.communicate()[1]
+        assert caller.poll() is None, said.read_text()
         workers = workers_of(caller.pid)
         assert len(workers) == 2
         listening = listening_sockets()
@@ -93,10 +97,11 @@ def test_the_run_listens_on_loopback_only_and_ends_with_its_caller(
         assert not sockets_of(caller.pid) & listening.keys()  # the caller listens on nothing
         assert caller.poll() is None, "the run ended before it was stopped"
         os.killpg(caller.pid, signal.Signals[ending])
-        _, stderr = caller.communicate(timeout=60)
+        caller.wait(timeout=120)
     finally:
         caller.kill()
-    wait_until(lambda: all(gone(pid) for pid in workers), seconds=30)
+    wait_until(lambda: all(gone(pid) for pid in workers), seconds=60)
+    stderr = said.read_text()
     if ending != "SIGKILL":
         said = "Ctrl-C (SIGINT)" if ending == "SIGINT" else ending
         assert stderr == f"Error: the run was stopped by {said}; {WHOLE}\n"
