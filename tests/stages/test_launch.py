@@ -82,6 +82,9 @@ def test_the_run_listens_on_loopback_only_and_ends_with_its_caller(
         caller = subprocess.Popen(
             [str(ZRODLO), *map(str, args), "--processes", "2"], cwd=tmp_path, env=ENV,
             stdout=subprocess.DEVNULL, stderr=errors, text=True, start_new_session=True,
+            # Ctrl-C's default, as a shell's foreground command has it: a test run in the
+            # background (`pytest &` in a script) would otherwise pass on SIGINT ignored.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
     try:
         # A second checkpoint, whichever: with two kept, step-2 lasts only until step-4 is written,
