@@ -38,7 +38,7 @@ import json
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import measure
@@ -236,9 +236,7 @@ def main() -> None:
     params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
     for name, recipe in RECIPES.items():  # the Muon recipes sweep the rates asked for
         if recipe.rates == MUON_RATES:
-            RECIPES[name] = Recipe(
-                recipe.init, recipe.train, tuple(args.muon_rates), recipe.relative
-            )
+            RECIPES[name] = replace(recipe, rates=tuple(args.muon_rates))
     budgets, per_step = {}, {}
     with tempfile.TemporaryDirectory() as directory:
         root = prepared(Path(directory), params, args.documents)

@@ -12,7 +12,6 @@ shape only the weights a fresh model is drawn with.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 from zrodlo.model.families.base import is_number
@@ -27,22 +26,18 @@ RECIPE = (*CHOICES, "head_std")
 
 
 def check_recipe(config: ModelConfig, name: Any) -> None:
-    """Refuse a value a recipe setting does not take, and a head_std for a tied head."""
+    """Refuse a value a recipe setting does not take (a choice, or a positive finite number), and
+    a head_std for a tied head."""
     settings = config.settings
-    cap = settings.logit_cap
-    if cap is not None and not (is_number(cap) and 0 < cap < float("inf")):
-        raise Refusal(f"{name('logit_cap')} is {cap}; it must be a positive finite number")
     for field, choice in CHOICES.items():
         value = getattr(settings, field)
         if value is not None and value != choice:
             raise Refusal(f"{name(field)} is {value!r}; it takes {choice}, or none for the default")
-    std = settings.head_std
-    if std is not None and (
-        isinstance(std, bool) or not isinstance(std, int | float) or not math.isfinite(std)
-        or std <= 0
-    ):  # fmt: skip
-        raise Refusal(f"{name('head_std')} is {std}; it must be a positive finite number")
-    if std is not None and settings.tie_embeddings:
+    for field in ("head_std", "logit_cap"):
+        value = getattr(settings, field)
+        if value is not None and not (is_number(value) and 0 < value < float("inf")):
+            raise Refusal(f"{name(field)} is {value}; it must be a positive finite number")
+    if settings.head_std is not None and settings.tie_embeddings:
         raise Refusal(
             f"{name('head_std')} draws a head of its own, and {name('tie_embeddings')} makes the "
             "head read the token embedding"
