@@ -1,9 +1,10 @@
-"""bfloat16 on the CPU: a training step of the pipeline's model under autocast to bfloat16 against
-the same step in float32, a step of each in turn, on this machine's threads; and a matrix product
-of the model's width in each, to see what the processor's bfloat16 units (AVX-512 BF16, AMX) give
-where it has them. Seed 001 refuses `--precision bf16` on the CPU; this says what allowing it would
-buy here. Figures go to reports/bench/<report>.json: cpu_bf16.json was measured on a processor
-with AVX2 alone, cpu_bf16_amx.json on one with AVX-512 BF16 and AMX.
+"""bfloat16 on the CPU: a training step of the pipeline's model (the AdamW recipe's llama:
+measure.adamw_params) under autocast to bfloat16 against the same step in float32, a step of each
+in turn, on this machine's threads; and a matrix product of the model's width in each, to see what
+the processor's bfloat16 units (AVX-512 BF16, AMX) give where it has them. Seed 001 refuses
+`--precision bf16` on the CPU; this says what allowing it would buy here. Figures go to
+reports/bench/<report>.json: cpu_bf16.json was measured on a processor with AVX2 alone,
+cpu_bf16_amx.json on one with AVX-512 BF16 and AMX.
 
     .venv/bin/python benchmarks/cpu_bf16.py [--repeats 10] [--report cpu_bf16_amx]
 """
@@ -15,7 +16,6 @@ import argparse
 import measure
 import torch
 import torch.nn.functional as F
-import yaml
 
 from zrodlo.model.config import ModelConfig
 from zrodlo.model.decoder import build_decoder
@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--report", default="cpu_bf16")
     args = parser.parse_args()
-    params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
+    params = measure.adamw_params()
     init, train = params["init"], params["train"]
     torch.set_num_threads(train["threads"])
     config = ModelConfig.of(

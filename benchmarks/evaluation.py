@@ -4,10 +4,11 @@ Python standard library's source files (about 12 MB), imported as a user's folde
 The folder is imported (`--include '*.py'`, its tests and site-packages excluded, skipping empty
 and undecodable files), split, tokenized and prepared as the pipeline does, in a temporary folder;
 params.yaml's init preset is trained for --steps with its train section (the schedule's shares of
---steps), scoring the validation pool every --eval-every steps: once on --eval-windows windows
-drawn from the seed (the pipeline's default), once on every window. Recorded for each: the seconds of training steps, of held-out
-scores, of the whole run, and the scores' share of it, as the run's summary line states it.
-Figures go to reports/bench/evaluation.json.
+--steps) in the AdamW recipe (measure.adamw_params), scoring the validation pool every
+--eval-every steps: once on --eval-windows windows drawn from the seed (the pipeline's default),
+once on every window. Recorded for each: the seconds of training steps, of held-out scores, of the
+whole run, and the scores' share of it, as the run's summary line states it. Figures go to
+reports/bench/evaluation.json.
 
     .venv/bin/python benchmarks/evaluation.py [--steps 200] [--eval-every 100] [--eval-windows 512]
 """
@@ -22,7 +23,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import measure
-import yaml
 
 from zrodlo import api
 from zrodlo.pipeline.schedule import schedule_steps
@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--eval-windows", type=int, default=512)
     args = parser.parse_args()
-    params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
+    params = measure.adamw_params()
     init, train = params["init"], dict(params["train"], steps=args.steps)
     plan = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
     plan |= schedule_steps(train) | {"eval_every": args.eval_every, "shuffle": True}

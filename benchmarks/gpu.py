@@ -67,7 +67,7 @@ SEED = 20240229
 STEPS = 40  # of each determinism run; resumed from the middle
 
 
-# The default pipeline's optimizer and schedule (params.yaml), for a run of `steps` steps.
+# The AdamW recipe's optimizer and schedule (measure.ADAMW_TRAIN), for a run of `steps` steps.
 def schedule(steps: int) -> list[object]:
     warmup = steps // 10
     return ["--learning-rate", 0.002, "--beta1", 0.9, "--beta2", 0.99, "--epsilon", 1e-8,

@@ -3,13 +3,14 @@
 The default documents (the torch docstrings) are split, tokenized and prepared as the pipeline
 does, in a temporary folder. Each preset is initialised as the init stage does (positions 128,
 params.yaml's dropout and seed, GPT-2's decoder on characters) and trained for --steps with
-params.yaml's train section (its schedule's shares of --steps, threads, batch) at --learning-rate,
-scoring the validation corpus every --eval-every steps. Recorded per preset: its parameters, the
-median seconds of a training step, the corpus size it suits (20 training tokens a parameter, here
-characters), and the training seconds (held-out scoring left out) until validation loss first
-reaches the character-bigram baseline's and each of --losses, with the validation loss at the last
-step. Presets run one after the other, alone. Figures go to reports/bench/presets.json;
-docs/models.md's table of sizes is written from them (tests/test_readme.py holds the two equal).
+params.yaml's train section in the AdamW recipe (measure.adamw_params; its schedule's shares of
+--steps, threads, batch) at --learning-rate, scoring the validation corpus every --eval-every
+steps. Recorded per preset: its parameters, the median seconds of a training step, the corpus size
+it suits (20 training tokens a parameter, here characters), and the training seconds (held-out
+scoring left out) until validation loss first reaches the character-bigram baseline's and each of
+--losses, with the validation loss at the last step. Presets run one after the other, alone.
+Figures go to reports/bench/presets.json; docs/models.md's table of sizes is written from them
+(tests/test_readme.py holds the two equal).
 
     .venv/bin/python benchmarks/presets.py [--steps 500] [--eval-every 25] [--losses 2.0 1.8 1.6]
         [--learning-rate 0.002]
@@ -25,7 +26,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import measure
-import yaml
 
 from zrodlo import api
 from zrodlo.model.parts import parameter_count
@@ -105,7 +105,7 @@ def main() -> None:
     # The rate docs/models.md's table was measured at, the pipeline's before it trained llama.
     parser.add_argument("--learning-rate", type=float, default=0.002)
     args = parser.parse_args()
-    params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
+    params = measure.adamw_params()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         data = prepared(root)

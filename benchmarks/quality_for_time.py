@@ -3,14 +3,15 @@ training, for GPT-2's decoder and llama's, on characters and on a byte-level BPE
 learning rate of a small sweep, within equal wall-time budgets on this machine.
 
 The default documents are split as the pipeline splits them; each tokenizer is fitted on the
-training pool and both pools prepared. A run takes params.yaml's init and train sections (the
-`small` preset; llama with half as many key and value heads as query heads), its steps chosen so
-that its schedule ends at the budget: a 10-step probe gives the seconds a step takes, and the run
-is the budget over that. Every run scores params.yaml's train.eval_windows validation windows,
-drawn once from its seed, about ten times; bits per byte are over the text those windows hold, the same text measure for
-every tokenizer. Recorded per budget and configuration: every learning rate's final bits per byte
-and curve, and the best. Figures go to reports/bench/quality_for_time.json, the chart of the
-longest budget's best runs to reports/bench/quality_for_time.png.
+training pool and both pools prepared. A run takes params.yaml's init and train sections in the
+AdamW recipe (measure.adamw_params: the `small` preset; llama with half as many key and value heads
+as query heads), its steps chosen so that its schedule ends at the budget: a 10-step probe gives
+the seconds a step takes, and the run is the budget over that. Every run scores params.yaml's
+train.eval_windows validation windows, drawn once from its seed, about ten times; bits per byte are
+over the text those windows hold, the same text measure for every tokenizer. Recorded per budget
+and configuration: every learning rate's final bits per byte and curve, and the best. Figures go to
+reports/bench/quality_for_time.json, the chart of the longest budget's best runs to
+reports/bench/quality_for_time.png.
 
     .venv/bin/python benchmarks/quality_for_time.py [--minutes 2 4]
         [--learning-rates 0.002 0.004 0.008] [--vocab-size 1024]
@@ -27,7 +28,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import measure
-import yaml
 
 from zrodlo import api
 from zrodlo.pipeline.schedule import schedule_steps
@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--learning-rates", type=float, nargs="+", default=[2e-3, 4e-3, 8e-3])
     parser.add_argument("--vocab-size", type=int, default=1024)
     args = parser.parse_args()
-    params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
+    params = measure.adamw_params()
     budgets = {}
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)

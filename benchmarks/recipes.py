@@ -1,8 +1,9 @@
 """Recipes at equal wall time: validation bits per byte after the same minutes of training on the
-default documents, for today's default (AdamW on every weight, cosine decay), nanoGPT's CPU recipe
-and nanochat's at this size, each change of today's recipe alone over the default (Muon, ReLU
-squared, QK-norm, unscaled norms, zero output projections with a small head, a logit cap,
-warmup-stable-decay) and all of them at once, each at the best of three learning rates; and Muon's
+default documents, for the AdamW recipe (AdamW on every weight, cosine decay: the pipeline's default
+before today's, measure.adamw_params), nanoGPT's CPU recipe and nanochat's at this size, each change
+of today's recipe alone over the AdamW recipe (Muon, ReLU squared, QK-norm, unscaled norms, zero
+output projections with a small head, a logit cap, warmup-stable-decay) and all of them at once
+(with SwiGLU, the pipeline's params.yaml), each at the best of three learning rates; and Muon's
 update cost beside AdamW's, with the Newton-Schulz iterations' share of a step.
 
 Every recipe runs in Zrodlo's trainer on the same tokens with one evaluator, so that what differs
@@ -18,10 +19,10 @@ unbiased layers; nanochat's value embeddings, residual and x0 scalars, smear and
 embedding drawn at 0.8, its cautious weight decay and schedule of it, and its momentum warmdown.
 
 The documents are split and the tokenizer fitted as the pipeline does (params.yaml). A recipe is
-params.yaml's init and train sections with its changes (RECIPES), trained on shuffled windows as
-the train stage is; its steps are chosen so that its schedule ends at the budget: a 10-step probe
-gives the seconds a step takes, and the run is the budget over that (10% left for the held-out
-scores). Every run scores the whole validation pool about ten times; bits per byte are over the
+the AdamW recipe's init and train sections with its changes (RECIPES), trained on shuffled windows
+as the train stage is; its steps are chosen so that its schedule ends at the budget: a 10-step
+probe gives the seconds a step takes, and the run is the budget over that (10% left for the held-
+out scores). Every run scores the whole validation pool about ten times; bits per byte are over the
 text the windows hold. Figures go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes.py [--minutes 2 4] [--recipes adamw muon] [--report recipes]
@@ -43,7 +44,6 @@ from pathlib import Path
 
 import measure
 import torch
-import yaml
 
 from zrodlo import api
 from zrodlo.model.decoder import build_model
@@ -233,7 +233,7 @@ def main() -> None:
     parser.add_argument("--documents", default="torch-docs", choices=list(DOCUMENTS))
     parser.add_argument("--muon-rates", type=float, nargs="+", default=list(MUON_RATES))
     args = parser.parse_args()
-    params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
+    params = measure.adamw_params()  # the ablation is over the AdamW default
     for name, recipe in RECIPES.items():  # the Muon recipes sweep the rates asked for
         if recipe.rates == MUON_RATES:
             RECIPES[name] = replace(recipe, rates=tuple(args.muon_rates))

@@ -2,15 +2,15 @@
 
 The default documents are split as the pipeline splits them; for each tokenizer (characters, and
 BPE at each of --vocab-sizes) the training pool is fitted and both pools prepared, and GPT-2's
-decoder (params.yaml's init section) is trained for --steps with its train section (the schedule's
-shares of --steps) at --learning-rate, scoring the whole validation pool every --eval-every steps.
-Each score's bits per byte are its loss times the validation targets over the bytes of their text
-(`zrodlo.data.text_size`), the same text for every tokenizer. Recorded per tokenizer: the
-validation bits per byte at the last step (equal steps) and at the last score within the wall time
-of the fastest run (equal time), tokens trained a second, and the UTF-8 bytes of training text they
-hold (tokens a second times the training pool's bytes per token). Figures go to
-reports/bench/tokenizers.json; docs/tokenizers.md's table is written from them
-(tests/test_readme.py).
+decoder (params.yaml's init section) is trained for --steps with its train section in the AdamW
+recipe (measure.adamw_params; the schedule's shares of --steps) at --learning-rate, scoring the
+whole validation pool every --eval-every steps. Each score's bits per byte are its loss times the
+validation targets over the bytes of their text (`zrodlo.data.text_size`), the same text for every
+tokenizer. Recorded per tokenizer: the validation bits per byte at the last step (equal steps) and
+at the last score within the wall time of the fastest run (equal time), tokens trained a second,
+and the UTF-8 bytes of training text they hold (tokens a second times the training pool's bytes per
+token). Figures go to reports/bench/tokenizers.json; docs/tokenizers.md's table is written from
+them (tests/test_readme.py).
 
     .venv/bin/python benchmarks/tokenizers_compared.py [--steps 300] [--vocab-sizes 512 1024 4096]
         [--learning-rate 0.002]
@@ -26,7 +26,6 @@ from pathlib import Path
 
 import measure
 import numpy as np
-import yaml
 
 from zrodlo import api
 from zrodlo.data.corpus import Corpus
@@ -100,7 +99,7 @@ def main() -> None:
     # The rate docs/tokenizers.md's table was measured at, the pipeline's before it trained llama.
     parser.add_argument("--learning-rate", type=float, default=0.002)
     args = parser.parse_args()
-    params = yaml.safe_load((measure.ROOT / "params.yaml").read_text())
+    params = measure.adamw_params()
     kinds = {"char": {}} | {f"bpe {n}": {"kind": "bpe", "vocab_size": n} for n in args.vocab_sizes}
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
