@@ -52,6 +52,8 @@ SCRIPTS = {
     "recent_models": "hub_models.py --models gemma3_270m,qwen3_0.6b --report recent_models",
     "quality_for_time": "quality_for_time.py",
     "recipes": "recipes.py --minutes 2",
+    "recipes_4_minutes": "recipes.py --minutes 4 --report recipes_4_minutes --recipes adamw nanogpt "
+    'nanochat "new recipe, SwiGLU"',
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
     "cpu_bf16": "cpu_bf16.py",

@@ -23,12 +23,17 @@ MUON_COST = (
         "share"),
 )  # fmt: skip
 
-RECIPES_2_MINUTES = Row(
-    "Best validation bits per byte, 2 minutes, {*} ({steps} steps of {seconds_per_step:s} at "
-    "learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte", "today's default",
-    "/budgets/2 minutes/adamw/best_bits_per_byte", QUOTIENT, "the default's bits",
-    each="budgets/2 minutes/*",
-)  # fmt: skip
+
+def recipes_row(budget: str) -> Row:
+    """Each recipe's best validation bits per byte in `budget` (such as "2 minutes"), against the
+    AdamW recipe's."""
+    return Row(
+        f"Best validation bits per byte, {budget}, {{*}} ({{steps}} steps of {{seconds_per_step:s}} "
+        "at learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte",
+        "the AdamW recipe", f"/budgets/{budget}/adamw/best_bits_per_byte", QUOTIENT,
+        "the AdamW recipe's bits", each=f"budgets/{budget}/*",
+    )  # fmt: skip
+
 
 # In the page's reading order, laid out by hand (a row to a few lines) to read as a list.
 TABLES = {
@@ -222,12 +227,16 @@ TABLES = {
             "{best_learning_rate})", "best_bits_per_byte", "bits/byte", each="budgets/*/*"),
     )),
     "recipes": Table("Model sizes and quality", "Recipes for the minutes spent",
-        "The pipeline's model and tokens trained for equal time with today's default (AdamW on "
-        "every weight, cosine decay), nanoGPT's CPU recipe, nanochat's at this size, each change "
-        "of today's recipe alone over the default and all of them at once, each at the best of "
-        "its rates; and what Muon's update costs.", (RECIPES_2_MINUTES, *MUON_COST)),
+        "The pipeline's tokens trained for equal time with the AdamW recipe (the default before "
+        "today's: AdamW on every weight, cosine decay), nanoGPT's CPU recipe, nanochat's at this "
+        "size, each change of today's recipe alone over the AdamW recipe and all of them at once "
+        "(the pipeline's), each at the best of its rates; and what Muon's update costs.",
+        (recipes_row("2 minutes"), *MUON_COST)),
+    "recipes_4_minutes": Table("Model sizes and quality", "Recipes for four minutes",
+        "As the recipes above, for four minutes: the AdamW recipe, nanoGPT's, nanochat's and the "
+        "pipeline's.", (recipes_row("4 minutes"), MUON_COST[0])),
     "recipes_python": Table("Model sizes and quality", "Recipes for the minutes spent, a second text",
         "As the recipes above, on the Python language reference that pydoc keeps ({documents/name}"
-        "), its tokenizer fitted as the pipeline's: today's default, nanoGPT's, nanochat's and "
-        "today's recipe.", (RECIPES_2_MINUTES, MUON_COST[0])),
+        "), its tokenizer fitted as the pipeline's: the AdamW recipe, nanoGPT's, nanochat's and "
+        "today's recipe.", (recipes_row("2 minutes"), MUON_COST[0])),
 }  # fmt: skip

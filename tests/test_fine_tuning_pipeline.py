@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from doc_experiments import experiment_params
 from library_tokenizers import TEXTS
 from transformers_models import save_tiny_llama
 
@@ -83,9 +84,10 @@ def make_repository(repo: Path, chat: bool = False) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for section, values in TINY.items():
         params[section].update(values)
-    if chat:  # a split of train and validation alone, nanoGPT's, and adapters of rank 4
+    if chat:  # train and validation alone (nanoGPT's split), adapters as adapters.md trains them
         params["documents"]["source"] = CONVERSATIONS
         params["splits"].update({"validation": 0.2, "test": 0.0})
+        params["train"].update(experiment_params("adapters.md", "an experiment of")["train"])
         params["train"].update({"lora_rank": 4, "lora_alpha": 8, "lora_targets": "q,v,o,down"})
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")

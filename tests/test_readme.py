@@ -149,16 +149,19 @@ def test_every_learning_rate_of_the_sweep_is_in_docs_models():
     )
 
 
-# A recipe's row: its name, steps, the best run's seconds of steps and scores, and its validation
-# bits per byte (its rate).
+# A recipe's row in docs/training.md: its name, steps, the best run's seconds of steps and scores,
+# and its validation bits per byte (its rate); in the README, steps and bits (rate) at 2 and 4 minutes.
 RECIPE_ROW = re.compile(r"^\| [^|]+ \| (\d+) \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", re.M)
+README_RECIPE_ROW = re.compile(
+    r"^\| [^|]+ \| (\d+) \| (\d\.\d{3}) \((\S+)\) \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", re.M
+)
 # The recipes of README's table, in its order; docs/training.md has every recipe measured.
-README_RECIPES = ("adamw", "nanogpt", "nanochat", "new recipe", "new recipe, SwiGLU")
+README_RECIPES = ("adamw", "nanogpt", "nanochat", "new recipe, SwiGLU")
 
 
-def recipe_rows(report: str, names=None) -> list[tuple[str, str, str, str]]:
+def recipe_rows(report: str, names=None, budget="2 minutes") -> list[tuple[str, str, str, str]]:
     measured = json.loads((ROOT / "reports" / "bench" / f"{report}.json").read_text())
-    entries = measured["budgets"]["2 minutes"]
+    entries = measured["budgets"][budget]
     rows = []
     for entry in (entries[name] for name in (names or entries)):
         rate = entry["best_learning_rate"]
@@ -169,16 +172,26 @@ def recipe_rows(report: str, names=None) -> list[tuple[str, str, str, str]]:
 
 
 def test_the_recipes_table_is_what_benchmarks_recipes_measured():
-    """README: the default's, nanoGPT's, nanochat's and the new recipe's steps and best
-    validation bits per byte (rate) in two minutes."""
-    assert RECIPE_ROW.findall(README) == recipe_rows("recipes", README_RECIPES)
+    """README: the AdamW recipe's, nanoGPT's, nanochat's and the pipeline's steps and best
+    validation bits per byte (rate) in two minutes and in four."""
+    two, four = (
+        recipe_rows(report, README_RECIPES, budget)
+        for report, budget in (("recipes", "2 minutes"), ("recipes_4_minutes", "4 minutes"))
+    )
+    pairs = zip(two, four, strict=True)
+    expected = [(s2, b2, r2, s4, b4, r4) for (s2, _, b2, r2), (s4, _, b4, r4) in pairs]
+    assert README_RECIPE_ROW.findall(README) == expected
 
 
 def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
-    """docs/training.md: every recipe measured on the default documents, then on the second text,
-    its steps, seconds and best bits per byte (rate)."""
+    """docs/training.md: every recipe measured on the default documents for two minutes and for
+    four, then on the second text, its steps, seconds and best bits per byte (rate)."""
     page = (ROOT / "docs" / "training.md").read_text()
-    assert RECIPE_ROW.findall(page) == recipe_rows("recipes") + recipe_rows("recipes_python")
+    assert RECIPE_ROW.findall(page) == (
+        recipe_rows("recipes")
+        + recipe_rows("recipes_4_minutes", budget="4 minutes")
+        + recipe_rows("recipes_python")
+    )
 
 
 def test_bfloat16_on_the_cpu_in_docs_training_is_what_benchmarks_cpu_bf16_measured():

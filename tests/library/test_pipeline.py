@@ -4,7 +4,6 @@ the params; and each command's options as it takes them from its section."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -48,20 +47,6 @@ def kept_checkpoints(steps: int, every: int, keep: int) -> list[int]:
 def test_the_committed_params_agree(tmp_path):
     rules = check_params(ROOT / "params.yaml", tmp_path / "rules.txt")
     assert (tmp_path / "rules.txt").read_text().splitlines()[1:] == list(rules)
-
-
-def test_todays_recipe_as_docs_training_gives_it_is_params_that_agree(tmp_path):
-    """docs/training.md's `dvc exp run` of today's recipe: every -S a param, together accepted."""
-    text = (ROOT / "docs" / "training.md").read_text()
-    block = re.search(r"```sh\n(dvc exp run .*?)```", text, re.S)
-    changes: dict = {}
-    for assignment in re.findall(r"-S (\S+)", block.group(1)):
-        key, value = assignment.split("=", 1)
-        section, name = key.split(".", 1)
-        assert name in yaml.safe_load((ROOT / "params.yaml").read_text())[section], key
-        changes.setdefault(section, {})[name] = yaml.safe_load(value)
-    assert changes["train"]["optimizer"] == "muon"
-    check_params(params_with(tmp_path, **changes), tmp_path / "rules.txt")
 
 
 @pytest.mark.parametrize("every", [2, 3])
@@ -142,7 +127,9 @@ def test_steps_are_accepted_exactly_when_the_resume_checkpoint_is_kept(tmp_path,
         ({"prepare": {"enable_thinking": "no"}},
          "prepare.enable_thinking is no; it is true or false (passed to a chat template as "
          "enable_thinking) or null (the template's own default)"),
-        ({"train": {"lora_rank": 8, "lora_targets": "q,gate"}, "init": {"architecture": "gpt"}},
+        ({"train": {"lora_rank": 8, "lora_targets": "q,gate", "optimizer": "adamw",
+                    "embedding_rate": None, "head_rate": None, "vector_rate": None},
+          "init": {"architecture": "gpt"}},
          "train.lora_targets is q,gate; it names each of q, k, v, o, up, down once at most, one "
          "or more of them"),
         *(({"init": {"from": value}}, f"init.from is {value!r}; {FROM_RULE}")
@@ -170,17 +157,16 @@ def test_the_schedule_follows_the_steps_and_its_decay_ends_at_the_last(steps, wa
 
 
 def test_the_committed_schedule_follows_the_steps():
-    """0.1 and 0.5 of 1,000 steps: the 100, 400 and 500 updates the default run trained with
-    before the schedule followed the steps; of today's 350, 35, 140 and 175 (the decimal, not the
-    float nearest it, is rounded)."""
+    """0.1 of warmup and 0.3 of decay: of 1,000 steps, 100, 600 and 300 updates; of today's 350,
+    35, 210 and 105 (the decimal, not the float nearest it, is rounded)."""
     train = yaml.safe_load((ROOT / "params.yaml").read_text())["train"]
     assert train["steps"] == 350
-    assert schedule_steps(train) == {"warmup_steps": 35, "stable_steps": 140, "decay_steps": 175}
+    assert schedule_steps(train) == {"warmup_steps": 35, "stable_steps": 210, "decay_steps": 105}
     assert schedule_steps({**train, "steps": 1000}) == {
-        "warmup_steps": 100, "stable_steps": 400, "decay_steps": 500,
+        "warmup_steps": 100, "stable_steps": 600, "decay_steps": 300,
     }  # fmt: skip
     assert schedule_steps({**train, "steps": 200}) == {
-        "warmup_steps": 20, "stable_steps": 80, "decay_steps": 100,
+        "warmup_steps": 20, "stable_steps": 120, "decay_steps": 60,
     }  # fmt: skip
 
 
@@ -218,8 +204,8 @@ def test_the_train_section_gives_the_schedule_in_whole_updates_and_leaves_nulls_
     options = command_options({"train": {**train, "clip_norm": None}}, "model train")
     assert (options["warmup_steps"], options["stable_steps"], options["decay_steps"]) == (
         35,
-        140,
-        175,
+        210,
+        105,
     )
     assert "warmup" not in options and "clip_norm" not in options
 
