@@ -1,4 +1,5 @@
-"""The params that a `dvc exp run` of the docs sets, read from the page as a user copies it."""
+"""The params that a `dvc exp run` of the docs sets, read from the page as a user copies it, and
+the committed params.yaml with changes, written where a test checks them."""
 
 from __future__ import annotations
 
@@ -22,3 +23,13 @@ def experiment_params(document: str, after: str) -> dict[str, dict]:
         section, name = key.split(".", 1)
         changes.setdefault(section, {})[name] = yaml.safe_load(value)
     return changes
+
+
+def params_with(tmp_path: Path, **changes: dict) -> Path:
+    """The committed params.yaml with each section's `changes`, written in `tmp_path`."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for section, values in changes.items():
+        params[section].update(values)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    return path

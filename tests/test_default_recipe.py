@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from doc_experiments import experiment_params
+from doc_experiments import experiment_params, params_with
 
 from zrodlo.pipeline.check import check_params
 from zrodlo.storage.refusal import Refusal
@@ -53,25 +53,17 @@ def test_the_adamw_recipe_as_docs_training_gives_it_is_the_benchmarks_adamw_reci
     measure, _ = benchmarks
     changes = experiment_params("training.md", "## The AdamW recipe in the pipeline")
     assert changes == {"init": measure.ADAMW_INIT, "train": measure.ADAMW_TRAIN}
-    params = {section: dict(values) for section, values in PARAMS.items()}
-    for section, values in changes.items():
-        params[section].update(values)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    check_params(tmp_path / "params.yaml", tmp_path / "rules.txt")
+    check_params(params_with(tmp_path, **changes), tmp_path / "rules.txt")
 
 
 def test_adapters_as_docs_adapters_gives_them_are_params_that_agree(tmp_path):
     """Adapters train with AdamW: docs/adapters.md's experiment is accepted, and the committed
     params with the rank alone are refused, naming what to set."""
-    params = {section: dict(values) for section, values in PARAMS.items()}
-    params["train"] |= {"lora_rank": 8}
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     with pytest.raises(Refusal) as refused:
-        check_params(tmp_path / "params.yaml", tmp_path / "rules.txt")
+        check_params(params_with(tmp_path, train={"lora_rank": 8}), tmp_path / "rules.txt")
     assert str(refused.value) == (
         "train.optimizer muon trains whole matrices, and train.lora_rank trains adapters; "
         "adapters train with train.optimizer adamw"
     )
-    params["train"] |= experiment_params("adapters.md", "an experiment of")["train"]
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    check_params(tmp_path / "params.yaml", tmp_path / "rules.txt")
+    adapters = experiment_params("adapters.md", "an experiment of")["train"]
+    check_params(params_with(tmp_path, train=adapters), tmp_path / "rules.txt")

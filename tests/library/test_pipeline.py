@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from doc_experiments import params_with
 
 from zrodlo.pipeline.check import check_params
 from zrodlo.pipeline.schedule import schedule_steps
@@ -15,15 +16,6 @@ from zrodlo.pipeline.sections import command_options
 from zrodlo.storage.refusal import Refusal
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def params_with(tmp_path: Path, **changes: dict) -> Path:
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    for section, values in changes.items():
-        params[section].update(values)
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
-    return path
 
 
 FROM_RULE = (
