@@ -28,7 +28,7 @@ ZRODLO = Path(sys.executable).parent / "zrodlo"
 _ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 
 # An option, its metavar (none for a switch) and its description.
-_OPTION_LINE = re.compile(r"^\*?\s*(--[a-z][a-z-]*)\s+(?:(?:<\w+>|\[[a-z|-]+\])\s*)?(.*)$")
+_OPTION_LINE = re.compile(r"^\*?\s*(--[a-z][a-z0-9-]*)\s+(?:(?:<\w+>|\[[a-z|-]+\])\s*)?(.*)$")
 _ANNOTATION = re.compile(r"\[(required|default: [^\]]*)\]")
 
 

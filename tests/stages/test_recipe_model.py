@@ -1,6 +1,6 @@
 """Today's recipe as model settings through the real commands: a llama with a ReLU-squared
-feed-forward, unscaled RMSNorms, zero output projections, a small head and capped logits, and
-Qwen3's QK-norm unscaled; each drawn and computed as it says, trained with Muon, and exported where
+feed-forward, unscaled RMSNorms, zero output projections, a small head, capped logits and the x0
+mix, and Qwen3's QK-norm unscaled; each drawn and computed as it says, trained with Muon, and exported where
 a transformers class computes it (with transformers' loss equal to Zrodlo's), refused naming the
 setting where none does."""
 
@@ -132,6 +132,48 @@ def test_a_capped_llama_is_refused_export_naming_the_setting(
     )  # fmt: skip
 
 
+def test_an_x0_mixed_llama_feeds_each_block_its_two_scalars_mix_and_learns_them(
+    training_data, train_args, tmp_path
+):
+    model = initialised(tmp_path / "mixed", training_data, *LLAMA, "--x0-mix", "0.1")
+    weights = load_file(model / "model.safetensors")
+    layers = json.loads((model / "config.json").read_text())["layers"]
+    assert torch.equal(weights["residual_scales"], torch.ones(layers))
+    assert torch.equal(weights["x0_scales"], torch.full((layers,), 0.1))
+    network = build_model(read_model_directory(model)).eval()
+    with torch.no_grad():  # scalars of each sign, so that a swapped or missing one shows
+        network.residual_scales.copy_(torch.linspace(0.5, 2.0, layers))
+        network.x0_scales.copy_(torch.linspace(-1.0, 0.3, layers))
+    seen: dict[str, list[torch.Tensor]] = {"x0": [], "inputs": [], "outputs": []}
+    network.token_embedding.register_forward_hook(lambda m, a, out: seen["x0"].append(out))
+    for block in network.blocks:
+        block.register_forward_pre_hook(lambda m, args: seen["inputs"].append(args[0]))
+        block.register_forward_hook(lambda m, a, out: seen["outputs"].append(out))
+    with torch.no_grad():
+        network(torch.arange(8).reshape(1, 8) % 5)  # (batch 1, 8 positions)
+    (x0,) = seen["x0"]  # (1, 8, d_model)
+    streams = [x0, *seen["outputs"][:-1]]  # what each block's input mixes x0 into
+    for layer, (stream, given) in enumerate(zip(streams, seen["inputs"], strict=True)):
+        expected = network.residual_scales[layer] * stream + network.x0_scales[layer] * x0
+        torch.testing.assert_close(given, expected, rtol=0, atol=0)
+    output = tmp_path / "run"
+    zrodlo_succeeds(*train_args(model, training_data.corpus, output, 4, MUON), cwd=tmp_path)
+    trained = load_file(output / "step-4" / "model.safetensors")
+    for name in ("residual_scales", "x0_scales"):
+        assert not torch.equal(trained[name], weights[name])  # learned: AdamW moves them
+
+
+def test_an_x0_mixed_llama_is_refused_export_naming_the_setting(
+    training_data, assert_refused, tmp_path
+):
+    model = initialised(tmp_path / "mixed", training_data, *LLAMA, "--x0-mix", "0.1")
+    assert_refused(
+        "model", "export", "--model", model, "--output", "exported",
+        sentence="the model mixes the embeddings' output into every block's input (x0_mix), and "
+        "LlamaForCausalLM does not; it cannot be exported",
+    )  # fmt: skip
+
+
 def test_a_relu2_llama_is_refused_export_naming_the_setting(
     training_data, assert_refused, tmp_path
 ):
@@ -163,6 +205,12 @@ def test_a_relu2_llama_is_refused_export_naming_the_setting(
         (("--logit-cap", "15"),
          "--logit-cap is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt model "
          "has none"),
+        (("--architecture", "llama", "--x0-mix", "inf"), "--x0-mix is inf; it must be a finite number"),
+        (("--architecture", "gemma3", "--x0-mix", "0.1"),
+         "--x0-mix is set; a gemma3 model's blocks read the residual stream alone"),
+        (("--x0-mix", "0.1"),
+         "--x0-mix is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt model has "
+         "none"),
     ],
 )  # fmt: skip
 def test_a_recipe_setting_that_cannot_make_a_model_is_refused(

@@ -41,6 +41,9 @@ def export_adapter(checkpoint: Path, output: Path) -> Path:
             f"{checkpoint} holds no adapters; --adapter exports the adapters of a run that "
             "trained them (model train --lora-rank), and model export alone writes this model"
         )
+    # The adapters are for the base `model export` writes: what it refuses, they are refused for.
+    config, tokenizer = loaded.config, loaded.tokenizer
+    config.family.transformers_config(config, tokenizer.bos, tokenizer.eos)
     settings, tensors = peft_adapter(loaded.config, loaded.adapters.spec, loaded.adapters.tensors)
     with new_directory(output) as partial:
         write_json(partial / ADAPTER_CONFIG, settings)

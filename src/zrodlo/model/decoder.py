@@ -63,6 +63,9 @@ class Decoder(nn.Module):
         # Built on the meta device: torch's own initialisation would read torch's random state,
         # and every real weight comes from `initial_weights` or a checkpoint anyway.
         with torch.device("meta"):
+            if parts.x0_mix is not None:  # (layers,) each
+                self.residual_scales = nn.Parameter(torch.empty(config.layers))
+                self.x0_scales = nn.Parameter(torch.empty(config.layers))
             self.token_embedding = nn.Embedding(config.vocab_size, d)
             if parts.learned_positions:
                 self.position_embedding = nn.Embedding(config.positions, d)
@@ -91,8 +94,11 @@ class Decoder(nn.Module):
         for rotary in {spec.rotary for spec in parts.attention.layers} - {None}:
             cos, sin = rotary_angles(rotary, self.config.head_width, start + T, tokens.device)
             angles[rotary] = (cos[start:], sin[start:])  # (T, head_width) each
-        for spec, block in zip(parts.attention.layers, self.blocks, strict=True):
-            x = block(x, angles.get(spec.rotary), masks, cache)
+        x0 = x if parts.x0_mix is not None else None  # (B, T, d_model), read again by every block
+        for layer, block in enumerate(self.blocks):
+            if x0 is not None:
+                x = self.residual_scales[layer] * x + self.x0_scales[layer] * x0
+            x = block(x, angles.get(parts.attention.layers[layer].rotary), masks, cache)
         if cache is not None:
             cache.length += T
         head = self.token_embedding.weight if parts.tied_head else self.lm_head.weight

@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the configuration states its parts: only its fields are read here
     from zrodlo.model.config import ModelConfig
 
+# The scalars of the x0 mix, (layers,) each: what every block's input takes of the residual stream,
+# and of the embeddings' output.
+MIX_SCALES = ("residual_scales", "x0_scales")
+
 
 @dataclass(frozen=True)
 class Norm:
@@ -98,7 +102,8 @@ class Parts:
     blocks of attention and feed-forward (each branch's output normed again before it joins the
     residual stream where `sandwich_norms`), a final norm and an LM head, its own or the token
     embedding's (`tied_head`), whose logits are capped by `logit_cap` * tanh(logits / logit_cap)
-    where it is set."""
+    where it is set. Where `x0_mix` is set, each block reads the residual stream and the
+    embeddings' output mixed by two scalars of its layer, learned from 1 and `x0_mix`."""
 
     norm: Norm
     attention: Attention
@@ -108,6 +113,7 @@ class Parts:
     sandwich_norms: bool = False
     embedding_scale: float | None = None
     logit_cap: float | None = None
+    x0_mix: float | None = None
     # How a fresh model draws its weights: each block's output projections (attention's and the
     # feed-forward's) at zero where `zero_projections`, and the head's with `head_std`.
     zero_projections: bool = False
@@ -139,7 +145,9 @@ def outer_shapes(config: ModelConfig) -> tuple[dict, dict]:
     """The parameters before the blocks (the embeddings) and after them (the final norm and the
     head), by name, each in the order it registers."""
     parts, d, vocab = config.parts, config.d_model, config.vocab_size
-    before = {"token_embedding.weight": (vocab, d)}
+    # The decoder's own parameters register before its modules': the mix's scalars first.
+    before = {name: (config.layers,) for name in MIX_SCALES} if parts.x0_mix is not None else {}
+    before["token_embedding.weight"] = (vocab, d)
     if parts.learned_positions:
         before["position_embedding.weight"] = (config.positions, d)
     after = _norm("final_norm", parts.norm, d)

@@ -13,7 +13,7 @@ import torch
 from zrodlo.draws.chacha import Purpose, Stream
 from zrodlo.draws.floats import normal
 from zrodlo.model.config import ModelConfig
-from zrodlo.model.parts import parameter_shapes
+from zrodlo.model.parts import MIX_SCALES, parameter_shapes
 from zrodlo.storage.refusal import Refusal
 
 INIT_STD = 0.02
@@ -23,7 +23,7 @@ def _initial_std(name: str, config: ModelConfig) -> float | None:
     """The standard deviation a parameter is drawn with, or None for a constant (a bias, a norm,
     a projection that starts at zero)."""
     parts = config.parts
-    if name.endswith(".bias") or name.endswith("norm.weight"):
+    if name.endswith(".bias") or name.endswith("norm.weight") or name in MIX_SCALES:
         return None
     if name.endswith("attention.out.weight") or name.endswith("mlp.down.weight"):
         if parts.zero_projections:  # each block starts as the identity on the residual stream
@@ -36,6 +36,14 @@ def _initial_std(name: str, config: ModelConfig) -> float | None:
     return INIT_STD
 
 
+def _constant(name: str, config: ModelConfig) -> float:
+    """What a parameter that is not drawn holds: a norm's unit scale; the x0 mix's scalars, which
+    start as the plain residual stream (1) with `x0_mix` of the embeddings' output; else zero."""
+    if name.endswith("norm.weight"):
+        return config.parts.norm.unit
+    return {"residual_scales": 1.0, "x0_scales": config.parts.x0_mix}.get(name, 0.0)
+
+
 def initial_weights(config: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
     """Float32 initial weights, bit-identical on every machine: the i-th name in sorted order is
     drawn from ChaCha20 stream (seed, INIT, a=i) as row-major standard normals times its std."""
@@ -43,8 +51,7 @@ def initial_weights(config: ModelConfig, seed: int) -> dict[str, torch.Tensor]:
     for index, (name, shape) in enumerate(sorted(parameter_shapes(config).items())):
         std = _initial_std(name, config)
         if std is None:
-            fill = config.parts.norm.unit if name.endswith("norm.weight") else 0.0
-            weights[name] = torch.full(shape, fill, dtype=torch.float32)
+            weights[name] = torch.full(shape, _constant(name, config), dtype=torch.float32)
             continue
         draws = normal(Stream(seed, Purpose.INIT, a=index), 0, math.prod(shape))
         weights[name] = torch.from_numpy(draws.reshape(shape) * np.float32(std))

@@ -18,11 +18,14 @@ LLAMA = ModelConfig.of(
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("config", [LLAMA, LLAMA.changed(tie_embeddings=True, kv_heads=4)])
+@pytest.mark.parametrize(
+    "config", [LLAMA, LLAMA.changed(tie_embeddings=True, kv_heads=4), LLAMA.changed(x0_mix=0.1)]
+)
 def test_the_parameters_are_the_modules_and_counted_from_the_configuration(config):
     weights = initial_weights(config, 3)
     built = build_decoder(config, weights)
-    assert {n: tuple(p.shape) for n, p in built.named_parameters()} == parameter_shapes(config)
+    shapes = [(n, tuple(p.shape)) for n, p in built.named_parameters()]
+    assert shapes == list(parameter_shapes(config).items())  # in the order they register
     assert sum(p.numel() for p in built.parameters()) == parameter_count(config)
     assert not any(name.endswith(".bias") for name in weights)
     assert ("lm_head.weight" in weights) is not config.settings.tie_embeddings

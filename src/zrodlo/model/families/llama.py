@@ -107,6 +107,11 @@ class LlamaSettings:
     logit_cap: float | None = option(
         "Logits are capped to (-cap, cap) by cap * tanh(logits / cap); none by default.", None
     )
+    x0_mix: float | None = option(
+        "llama: each block reads r x + m x0, x0 the embeddings' output, r and m learned per layer "
+        "from 1 and this value (0.1: nanochat's); none by default.",
+        None,
+    )
 
 
 class Llama(Family):
@@ -195,6 +200,7 @@ class Llama(Family):
             zero_projections=settings.projection_init == "zero",
             head_std=settings.head_std,
             logit_cap=settings.logit_cap,
+            x0_mix=settings.x0_mix,
         )
 
     def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:

@@ -1,12 +1,13 @@
 """The settings of today's recipe for small models that llama's decoder takes (and the families
 built on it, Qwen3's QK-norm among them): a ReLU-squared feed-forward without a gate, RMSNorms
-without a learned scale, output projections that start at zero, a head drawn small and a tanh cap
-on the logits (Gemma 3's cap, which gemma3 alone of them takes too).
+without a learned scale, output projections that start at zero, a head drawn small, a tanh cap
+on the logits (Gemma 3's cap, which gemma3 alone of them takes too) and the x0 mix, each block
+reading the residual stream and the embeddings' output weighted by two learned scalars.
 
 What transformers computes of them: an unscaled RMSNorm is one whose scale is 1, so a model with
 them exports exactly (`zrodlo.exchange.to_transformers.unit_scales`); no transformers llama, Qwen
-or SmolLM class has a feed-forward without a gate or caps its logits, so the export of a relu2 or
-capped model is refused naming the setting (Gemma3ForCausalLM writes its cap). The other two
+or SmolLM class has a feed-forward without a gate, caps its logits or mixes x0 in, so the export
+of such a model is refused naming the setting (Gemma3ForCausalLM writes its cap). The other two
 shape only the weights a fresh model is drawn with.
 """
 
@@ -37,6 +38,9 @@ def check_recipe(config: ModelConfig, name: Any) -> None:
         value = getattr(settings, field)
         if value is not None and not (is_number(value) and 0 < value < float("inf")):
             raise Refusal(f"{name(field)} is {value}; it must be a positive finite number")
+    mix = settings.x0_mix
+    if mix is not None and not (is_number(mix) and abs(mix) < float("inf")):
+        raise Refusal(f"{name('x0_mix')} is {mix}; it must be a finite number")
     if settings.head_std is not None and settings.tie_embeddings:
         raise Refusal(
             f"{name('head_std')} draws a head of its own, and {name('tie_embeddings')} makes the "
@@ -45,12 +49,17 @@ def check_recipe(config: ModelConfig, name: Any) -> None:
 
 
 def refuse_recipe(config: ModelConfig, name: Any, family: str) -> None:
-    """Refuse every recipe setting for a family whose decoder has its own norms and feed-forward."""
+    """Refuse every recipe setting for a family whose decoder has its own norms, feed-forward and
+    blocks."""
     for field in RECIPE:
         if getattr(config.settings, field) is not None:
             raise Refusal(
                 f"{name(field)} is set; a {family} model's norms and feed-forward are its own"
             )
+    if config.settings.x0_mix is not None:
+        raise Refusal(
+            f"{name('x0_mix')} is set; a {family} model's blocks read the residual stream alone"
+        )
 
 
 def exportable(config: ModelConfig, transformers_class: str) -> None:
@@ -64,4 +73,9 @@ def exportable(config: ModelConfig, transformers_class: str) -> None:
         raise Refusal(
             f"the model caps its logits (logit_cap), and {transformers_class} computes them "
             "uncapped; it cannot be exported"
+        )
+    if config.settings.x0_mix is not None:
+        raise Refusal(
+            f"the model mixes the embeddings' output into every block's input (x0_mix), and "
+            f"{transformers_class} does not; it cannot be exported"
         )
