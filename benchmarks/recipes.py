@@ -3,8 +3,9 @@ default documents, for the AdamW recipe (AdamW on every weight, cosine decay: th
 before today's, measure.adamw_params), nanoGPT's CPU recipe and nanochat's at this size, each change
 of today's recipe alone over the AdamW recipe (Muon, ReLU squared, QK-norm, unscaled norms, zero
 output projections with a small head, a logit cap, warmup-stable-decay) and all of them at once
-(with SwiGLU, the pipeline's params.yaml), each at the best of three learning rates; and Muon's
-update cost beside AdamW's, with the Newton-Schulz iterations' share of a step.
+(with SwiGLU, the pipeline's params.yaml; and that with nanochat's x0 mix), each at the best of
+three learning rates; and Muon's update cost beside AdamW's, with the Newton-Schulz iterations'
+share of a step.
 
 Every recipe runs in Zrodlo's trainer on the same tokens with one evaluator, so that what differs
 is the recipe: nanoGPT's is its README's CPU command (GPT-2's decoder, 4 layers of 128, context
@@ -15,14 +16,15 @@ projections, a head drawn at 0.001, logits capped at 15, no dropout) and its opt
 nanochat's setup_optimizer scales them, betas 0.8 and 0.96, epsilon 1e-10, 40 updates of warmup,
 linear warmdown over the last 65% to 5%, Muon's momentum from 0.85 to 0.97 over 400 updates),
 swept by 0.25, 0.5 and 1 of those rates. What Zrodlo's decoders do not have is left out: nanoGPT's
-unbiased layers; nanochat's value embeddings, residual and x0 scalars, smear and backout, its
-embedding drawn at 0.8, its cautious weight decay and schedule of it, and its momentum warmdown.
+unbiased layers; nanochat's value embeddings, smear and backout, its embedding drawn at 0.8, its
+cautious weight decay and schedule of it, and its momentum warmdown. Its residual and x0 scalars
+are measured apart, over the pipeline's recipe (the x0 mix).
 
 The documents are split and the tokenizer fitted as the pipeline does (params.yaml). A recipe is
 the AdamW recipe's init and train sections with its changes (RECIPES), trained on shuffled windows
-as the train stage is; its steps are chosen so that its schedule ends at the budget: a 10-step
-probe gives the seconds a step takes, and the run is the budget over that (10% left for the held-
-out scores). Every run scores the whole validation pool about ten times; bits per byte are over the
+as the train stage is; its steps are chosen so that its schedule ends at the budget: the least
+of two 10-step probes, taken in turn with the other recipes' (a first one runs cold), gives the
+seconds a step takes, and the run is the budget over that (10% left for the held-out scores). Every run scores the whole validation pool about ten times; bits per byte are over the
 text the windows hold. Figures go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes.py [--minutes 2 4] [--recipes adamw muon] [--report recipes]
@@ -106,6 +108,10 @@ RECIPES = {
     "new recipe": Recipe(MODEL, MUON | WSD, MUON_RATES),
     # What LlamaForCausalLM's kin compute: Qwen3ForCausalLM exports it.
     "new recipe, SwiGLU": Recipe(MODEL | {"mlp": None}, MUON | WSD, MUON_RATES),
+    # The pipeline's with nanochat's x0 mix, which no transformers class computes.
+    "new recipe, SwiGLU, x0 mix": Recipe(
+        MODEL | {"mlp": None, "x0_mix": 0.1}, MUON | WSD, MUON_RATES
+    ),
 }
 
 
@@ -196,18 +202,18 @@ def newton_schulz_share(root: Path, params: dict, repeats: int) -> dict:
     named = list(network.named_parameters())
     for _, parameter in named:
         parameter.grad = torch.randn_like(parameter)
-    train = params["train"]
     plan = RunPlan(**plan_of(params, RECIPES["muon"], 100, 0.02))
     optimizers = {
         "adamw": build_optimizer(named, model.config, plan.adamw, 0.004, None),
         "muon": build_optimizer(named, model.config, plan.adamw, 0.02, plan.muon),
     }
-    blocks = [
-        update[first : first + rows]
-        for name, update in ((n, p.grad) for n, p in named if is_hidden_matrix(n, p))
-        for first, rows in _starts(logical_rows(name, update.shape[0], model.config))
+    blocks = [  # each logical matrix of the hidden matrices' gradients
+        block
+        for name, parameter in named
+        if is_hidden_matrix(name, parameter)
+        for block in parameter.grad.split(logical_rows(name, parameter.shape[0], model.config))
     ]
-    torch.set_num_threads(train["threads"])
+    torch.set_num_threads(params["train"]["threads"])
     variants = {
         "adamw update": lambda: measure.timed(optimizers["adamw"].step),
         "muon update": lambda: measure.timed(optimizers["muon"].step),
@@ -217,11 +223,16 @@ def newton_schulz_share(root: Path, params: dict, repeats: int) -> dict:
     return {name: measure.summary(values) for name, values in samples.items()}
 
 
-def _starts(rows: tuple[int, ...]):
-    first = 0
-    for count in rows:
-        yield first, count
-        first += count
+def probed(root: Path, params: dict, names: list[str], rounds: int = 2) -> dict[str, float]:
+    """Each recipe's seconds a step: the least, over `rounds` 10-step probes taken in turn with
+    the other recipes', of the mean of its warm steps (after the first two)."""
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names:
+            probe = trained(root, params, RECIPES[name], 10, RECIPES[name].rates[0],
+                            f"probe-{name}-{round_}")  # fmt: skip
+            seconds[name].append(sum(r.seconds for r in probe[2:]) / len(probe[2:]))
+    return {name: min(values) for name, values in seconds.items()}
 
 
 def main() -> None:
@@ -237,14 +248,11 @@ def main() -> None:
     for name, recipe in RECIPES.items():  # the Muon recipes sweep the rates asked for
         if recipe.rates == MUON_RATES:
             RECIPES[name] = replace(recipe, rates=tuple(args.muon_rates))
-    budgets, per_step = {}, {}
+    budgets = {}
     with tempfile.TemporaryDirectory() as directory:
         root = prepared(Path(directory), params, args.documents)
         digest = hashlib.sha256((root / "documents.jsonl").read_bytes()).hexdigest()
-        for name in args.recipes:
-            recipe = RECIPES[name]
-            probe = trained(root, params, recipe, 10, recipe.rates[0], f"probe-{name}")
-            per_step[name] = sum(r.seconds for r in probe[2:]) / len(probe[2:])  # warm steps
+        per_step = probed(root, params, args.recipes)
         for minutes in args.minutes:
             budgets[f"{minutes:g} minutes"] = {
                 name: swept(root, params, name, minutes, per_step[name]) for name in args.recipes

@@ -54,6 +54,9 @@ SCRIPTS = {
     "recipes": "recipes.py --minutes 2",
     "recipes_4_minutes": "recipes.py --minutes 4 --report recipes_4_minutes --recipes adamw nanogpt "
     'nanochat "new recipe, SwiGLU"',
+    "recipes_large": "recipes_large.py --minutes 7",
+    "recipes_x0_mix": 'recipes.py --minutes 2 --report recipes_x0_mix --recipes "new recipe, SwiGLU" '
+    '"new recipe, SwiGLU, x0 mix" --muon-rates 0.02 0.04',
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
     "cpu_bf16": "cpu_bf16.py",

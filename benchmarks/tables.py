@@ -24,14 +24,15 @@ MUON_COST = (
 )  # fmt: skip
 
 
-def recipes_row(budget: str) -> Row:
+def recipes_row(budget: str, against: tuple[str, str] = ("adamw", "the AdamW recipe")) -> Row:
     """Each recipe's best validation bits per byte in `budget` (such as "2 minutes"), against the
-    AdamW recipe's."""
+    recipe `against` names (its key, its name in words)."""
+    key, words = against
     return Row(
         f"Best validation bits per byte, {budget}, {{*}} ({{steps}} steps of {{seconds_per_step:s}} "
         "at learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte",
-        "the AdamW recipe", f"/budgets/{budget}/adamw/best_bits_per_byte", QUOTIENT,
-        "the AdamW recipe's bits", each=f"budgets/{budget}/*",
+        words, f"/budgets/{budget}/{key}/best_bits_per_byte", QUOTIENT, f"{words}'s bits",
+        each=f"budgets/{budget}/*",
     )  # fmt: skip
 
 
@@ -239,4 +240,27 @@ TABLES = {
         "As the recipes above, on the Python language reference that pydoc keeps ({documents/name}"
         "), its tokenizer fitted as the pipeline's: the AdamW recipe, nanoGPT's, nanochat's and "
         "today's recipe.", (recipes_row("2 minutes"), MUON_COST[0])),
+    "recipes_x0_mix": Table("Model sizes and quality", "The x0 mix over the pipeline's recipe",
+        "As the recipes above, the pipeline's recipe alone and with nanochat's x0 mix "
+        "(`--x0-mix 0.1`).",
+        (recipes_row("2 minutes", ("new recipe, SwiGLU", "the pipeline's recipe")), MUON_COST[0])),
+    "recipes_large": Table("Model sizes and quality", "Recipes at a larger scale",
+        "{corpus/documents} files of the Python standard library, a BPE of {vocab_size}, 6 layers "
+        "of 256 at context 256, {minutes} minutes of each run: the AdamW recipe, nanochat's (its "
+        "rates scaled by width) and the pipeline's, each at the best of its rates.", (
+        Row("Best validation bits per byte, {*} ({steps} steps of {seconds_per_step:s} at "
+            "learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte",
+            "the AdamW recipe", "/recipes/adamw/best_bits_per_byte", QUOTIENT,
+            "the AdamW recipe's bits", each="recipes/*"),
+        Row("Steps the pipeline's recipe takes to the AdamW recipe's final "
+            "{pipeline_steps_to_adamw_final/adamw_bits_per_byte} bits per byte",
+            "pipeline_steps_to_adamw_final/pipeline_steps", "number", "the AdamW recipe's steps",
+            "pipeline_steps_to_adamw_final/adamw_steps",
+            "pipeline_steps_to_adamw_final/share_of_adamw_steps", "the AdamW recipe's steps",
+            null="not reached"),
+        Row("Muon's update of the model's weights", "update_seconds/muon update/median_s", "s",
+            "AdamW's", "update_seconds/adamw update/median_s", QUOTIENT, "AdamW's update time"),
+        Row("The Newton-Schulz iterations' share of a step of the pipeline's recipe",
+            "newton_schulz_share_of_pipeline_step", "share"),
+    )),
 }  # fmt: skip

@@ -150,10 +150,13 @@ def test_every_learning_rate_of_the_sweep_is_in_docs_models():
 
 
 # A recipe's row in docs/training.md: its name, steps, the best run's seconds of steps and scores,
-# and its validation bits per byte (its rate); in the README, steps and bits (rate) at 2 and 4 minutes.
+# and its validation bits per byte (its rate); in the README, steps and bits (rate) at 2 and 4 minutes,
+# then bits (rate) at the larger scale, or a dash for a recipe not run there.
 RECIPE_ROW = re.compile(r"^\| [^|]+ \| (\d+) \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", re.M)
 README_RECIPE_ROW = re.compile(
-    r"^\| [^|]+ \| (\d+) \| (\d\.\d{3}) \((\S+)\) \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", re.M
+    r"^\| [^|]+ \| (\d+) \| (\d\.\d{3}) \((\S+)\) \| (\d+) \| (\d\.\d{3}) \((\S+)\) "
+    r"\| (\d\.\d{3} \(\S+\)|—) \|$",
+    re.M,
 )
 # The recipes of README's table, in its order; docs/training.md has every recipe measured.
 README_RECIPES = ("adamw", "nanogpt", "nanochat", "new recipe, SwiGLU")
@@ -173,24 +176,54 @@ def recipe_rows(report: str, names=None, budget="2 minutes") -> list[tuple[str, 
 
 def test_the_recipes_table_is_what_benchmarks_recipes_measured():
     """README: the AdamW recipe's, nanoGPT's, nanochat's and the pipeline's steps and best
-    validation bits per byte (rate) in two minutes and in four."""
+    validation bits per byte (rate) in two minutes and in four, and at the larger scale."""
     two, four = (
         recipe_rows(report, README_RECIPES, budget)
         for report, budget in (("recipes", "2 minutes"), ("recipes_4_minutes", "4 minutes"))
     )
-    pairs = zip(two, four, strict=True)
-    expected = [(s2, b2, r2, s4, b4, r4) for (s2, _, b2, r2), (s4, _, b4, r4) in pairs]
+    large = json.loads((ROOT / "reports" / "bench" / "recipes_large.json").read_text())["recipes"]
+    larger = [
+        f"{large[name]['best_bits_per_byte']:.3f} ({large[name]['best_learning_rate']:g})"
+        if name in large
+        else "—"
+        for name in README_RECIPES
+    ]
+    rows = zip(two, four, larger, strict=True)
+    expected = [(s2, b2, r2, s4, b4, r4, x) for (s2, _, b2, r2), (s4, _, b4, r4), x in rows]
     assert README_RECIPE_ROW.findall(README) == expected
 
 
 def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
     """docs/training.md: every recipe measured on the default documents for two minutes and for
-    four, then on the second text, its steps, seconds and best bits per byte (rate)."""
+    four, then on the second text, then the x0 mix over the pipeline's recipe: its steps,
+    seconds and best bits per byte (rate)."""
     page = (ROOT / "docs" / "training.md").read_text()
     assert RECIPE_ROW.findall(page) == (
         recipe_rows("recipes")
         + recipe_rows("recipes_4_minutes", budget="4 minutes")
         + recipe_rows("recipes_python")
+        + recipe_rows("recipes_x0_mix")
+    )
+
+
+# A recipe's row at the larger scale: its name, steps, seconds a step, bits per byte (rate).
+LARGE_ROW = re.compile(r"^\| [^|]+ \| (\d+) \| (\d\.\d{2}) \| (\d\.\d{3}) \((\S+)\) \|$", re.M)
+
+
+def test_the_larger_scale_in_docs_training_is_what_benchmarks_recipes_large_measured():
+    """docs/training.md: each recipe's steps, seconds a step and best bits per byte (rate) at the
+    larger scale, and the steps the pipeline's recipe took to the AdamW recipe's final bits."""
+    page = (ROOT / "docs" / "training.md").read_text()
+    measured = json.loads((ROOT / "reports" / "bench" / "recipes_large.json").read_text())
+    assert LARGE_ROW.findall(page) == [
+        (str(entry["steps"]), f"{entry['seconds_per_step']:.2f}",
+         f"{entry['best_bits_per_byte']:.3f}", f"{entry['best_learning_rate']:g}")
+        for entry in measured["recipes"].values()
+    ]  # fmt: skip
+    reached = measured["pipeline_steps_to_adamw_final"]
+    share = reached["share_of_adamw_steps"]
+    assert f"in {reached['pipeline_steps']:.0f} of its steps, {share:.2f} of the AdamW" in (
+        " ".join(page.split())
     )
 
 
