@@ -121,17 +121,6 @@ def test_a_capped_llama_computes_cap_tanh_of_the_logits_it_would_give_uncapped(
     torch.testing.assert_close(logits, 0.05 * torch.tanh(plain / 0.05), rtol=0, atol=1e-7)
 
 
-def test_a_capped_llama_is_refused_export_naming_the_setting(
-    training_data, assert_refused, tmp_path
-):
-    model = initialised(tmp_path / "capped", training_data, *LLAMA, "--logit-cap", "15")
-    assert_refused(
-        "model", "export", "--model", model, "--output", "exported",
-        sentence="the model caps its logits (logit_cap), and LlamaForCausalLM computes them "
-        "uncapped; it cannot be exported",
-    )  # fmt: skip
-
-
 def test_an_x0_mixed_llama_feeds_each_block_its_two_scalars_mix_and_learns_them(
     training_data, train_args, tmp_path
 ):
@@ -163,25 +152,26 @@ def test_an_x0_mixed_llama_feeds_each_block_its_two_scalars_mix_and_learns_them(
         assert not torch.equal(trained[name], weights[name])  # learned: AdamW moves them
 
 
-def test_an_x0_mixed_llama_is_refused_export_naming_the_setting(
-    training_data, assert_refused, tmp_path
-):
-    model = initialised(tmp_path / "mixed", training_data, *LLAMA, "--x0-mix", "0.1")
-    assert_refused(
-        "model", "export", "--model", model, "--output", "exported",
-        sentence="the model mixes the embeddings' output into every block's input (x0_mix), and "
-        "LlamaForCausalLM does not; it cannot be exported",
-    )  # fmt: skip
+# The settings no transformers class computes, each refused export with a sentence naming it.
+UNEXPORTABLE = {
+    "capped": (("--logit-cap", "15"), "the model caps its logits (logit_cap), and "
+               "LlamaForCausalLM computes them uncapped; it cannot be exported"),
+    "relu2": (RECIPE, "the model's feed-forward is relu2 without a gate (mlp), and "
+              "LlamaForCausalLM gates its feed-forward; no transformers class computes it, so it "
+              "cannot be exported"),
+    "x0 mix": (("--x0-mix", "0.1"), "the model mixes the embeddings' output into every block's "
+               "input (x0_mix), and LlamaForCausalLM does not; it cannot be exported"),
+}  # fmt: skip
 
 
-def test_a_relu2_llama_is_refused_export_naming_the_setting(
-    training_data, assert_refused, tmp_path
+@pytest.mark.parametrize("case", list(UNEXPORTABLE))
+def test_a_llama_no_transformers_class_computes_is_refused_export_naming_the_setting(
+    case, training_data, assert_refused, tmp_path
 ):
-    model = initialised(tmp_path / "relu2", training_data, "--architecture", "llama", *RECIPE)
+    flags, sentence = UNEXPORTABLE[case]
+    model = initialised(tmp_path / "model-root", training_data, *LLAMA, *flags)
     assert_refused(
-        "model", "export", "--model", model, "--output", "exported",
-        sentence="the model's feed-forward is relu2 without a gate (mlp), and LlamaForCausalLM "
-        "gates its feed-forward; no transformers class computes it, so it cannot be exported",
+        "model", "export", "--model", model, "--output", "exported", sentence=sentence
     )  # fmt: skip
 
 
