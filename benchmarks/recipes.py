@@ -39,80 +39,19 @@ import argparse
 import hashlib
 import json
 import tempfile
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import measure
 import torch
+from recipe_runs import MUON_RATES, RECIPES, model_of, plan_of, probed, swept
 
 from zrodlo import api
 from zrodlo.model.decoder import build_model
 from zrodlo.model.directory import read_model_directory
-from zrodlo.pipeline.schedule import schedule_steps
 from zrodlo.training.muon import is_hidden_matrix, logical_rows, orthogonalized
 from zrodlo.training.optimizer import build_optimizer
 from zrodlo.training.plan import RunPlan
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """Changes to params.yaml's init and train sections (None: a key left out), the peak rates
-    swept, and the train keys that are multiples of the rate swept."""
-
-    init: dict
-    train: dict
-    rates: tuple[float, ...]
-    relative: dict = field(default_factory=dict)
-
-
-ADAMW_RATES = (0.002, 0.004, 0.008)
-MUON_RATES = (0.01, 0.02, 0.04)
-MUON = {"optimizer": "muon", "embedding_rate": 0.008, "head_rate": 0.004, "vector_rate": 0.008}
-WSD = {"decay_shape": "linear", "decay": 0.3, "min_learning_rate": 0.0}
-MODEL = {"architecture": "qwen3", "mlp": "relu2", "norm": "unscaled", "projection_init": "zero",
-         "head_std": 0.001}  # fmt: skip
-NANOGPT = Recipe(
-    {"architecture": "gpt", "positions": 64, "dropout": 0.0, "tie_embeddings": True,
-     "kv_heads": None},
-    {"context": 65, "batch_size": 12, "micro_batch_size": 12, "beta1": 0.9, "beta2": 0.99,
-     "warmup": 0.05, "decay": 0.95, "decay_shape": "cosine"},
-    (5e-4, 1e-3, 2e-3), {"min_learning_rate": 0.1},
-)  # fmt: skip
-# nanochat's Muon rate 0.02; its AdamW rates scaled by (d_model / 768) ** -0.5, as multiples of it.
-WIDTH = (128 / 768) ** -0.5
-NANOCHAT = Recipe(
-    MODEL | {"logit_cap": 15.0, "dropout": 0.0, "kv_heads": None},
-    {"optimizer": "muon", "beta1": 0.8, "beta2": 0.96, "epsilon": 1e-10, "warmup_updates": 40,
-     "decay": 0.65, "decay_shape": "linear", "muon_momentum": 0.97,
-     "muon_momentum_warmup": 400},
-    (0.005, 0.01, 0.02),
-    {"embedding_rate": 0.3 / 0.02 * WIDTH, "head_rate": 0.008 / 0.02 * WIDTH,
-     "min_learning_rate": 0.05},
-)  # fmt: skip
-# Today's default, nanoGPT's and nanochat's, each change alone over the default, and all at once.
-RECIPES = {
-    "adamw": Recipe({}, {}, ADAMW_RATES),
-    "nanogpt": NANOGPT,
-    "nanochat": NANOCHAT,
-    "muon": Recipe({}, MUON, MUON_RATES),
-    "relu2": Recipe({"mlp": "relu2"}, {}, ADAMW_RATES),
-    "qk-norm": Recipe({"architecture": "qwen3"}, {}, ADAMW_RATES),
-    "unscaled norms": Recipe({"norm": "unscaled"}, {}, ADAMW_RATES),
-    "zero projections, small head": Recipe(
-        {"projection_init": "zero", "head_std": 0.001}, {}, ADAMW_RATES
-    ),
-    "wsd": Recipe({}, WSD, ADAMW_RATES),
-    "logit cap": Recipe({"logit_cap": 15.0}, {}, ADAMW_RATES),
-    "new recipe": Recipe(MODEL, MUON | WSD, MUON_RATES),
-    # What LlamaForCausalLM's kin compute: Qwen3ForCausalLM exports it.
-    "new recipe, SwiGLU": Recipe(MODEL | {"mlp": None}, MUON | WSD, MUON_RATES),
-    # The pipeline's with nanochat's x0 mix, which no transformers class computes.
-    "new recipe, SwiGLU, x0 mix": Recipe(
-        MODEL | {"mlp": None, "x0_mix": 0.1}, MUON | WSD, MUON_RATES
-    ),
-}
 
 
 def python_topics(path: Path) -> None:
@@ -147,53 +86,6 @@ def prepared(root: Path, params: dict, documents: str) -> Path:
     return root
 
 
-def model_of(root: Path, params: dict, recipe: Recipe) -> Path:
-    """The recipe's model, params.yaml's init section with its changes, made once."""
-    init = params["init"] | recipe.init
-    init = {k: v for k, v in init.items() if k != "from" and v is not None}
-    model = root / ("model-" + "-".join(f"{k}={v}" for k, v in sorted(recipe.init.items())))
-    if not model.exists():
-        api.init(root / "tokenizer", model, **init)
-    return model
-
-
-def plan_of(params: dict, recipe: Recipe, steps: int, rate: float) -> dict:
-    """The run's flags: the train stage's (its windows shuffled, as dvc.yaml asks) with the
-    recipe's changes, a warmup of whole updates where it gives one."""
-    relative = {key: factor * rate for key, factor in recipe.relative.items()}
-    train = dict(params["train"], **recipe.train, **relative, steps=steps, learning_rate=rate)
-    plan = {key: value for key, value in train.items() if key in RunPlan.__dataclass_fields__}
-    plan |= schedule_steps(train) | {"eval_every": max(1, steps // 10), "shuffle": True}
-    if "warmup_updates" in train:  # taken from the stable updates
-        warmup = min(train["warmup_updates"], plan["warmup_steps"] + plan["stable_steps"])
-        plan["stable_steps"] -= warmup - plan["warmup_steps"]
-        plan["warmup_steps"] = warmup
-    return plan | {"checkpoint_every": steps, "keep_checkpoints": 1}
-
-
-def trained(root: Path, params: dict, recipe: Recipe, steps: int, rate: float, name: str) -> list:
-    """One run of the recipe, `steps` at peak rate `rate`; its step records."""
-    records = []
-
-    @contextmanager
-    def progress(done: int, total: int):
-        yield records.append
-
-    train = params["train"]
-    api.train(
-        model_of(root, params, recipe), root / "train", root / name,
-        eval_corpus=root / "validation", device=train["device"], threads=train["threads"],
-        progress=progress, **plan_of(params, recipe, steps, rate),
-    )  # fmt: skip
-    return records
-
-
-def final_bits(records) -> tuple[float, float]:
-    """(seconds of steps and scores, the last validation bits per byte)."""
-    seconds = sum(r.seconds + (r.eval_seconds or 0.0) for r in records)
-    return round(seconds, 1), round(records[-1].eval_bits_per_byte, 4)
-
-
 def newton_schulz_share(root: Path, params: dict, repeats: int) -> dict:
     """Seconds of AdamW's update and Muon's over the model's weights with random gradients, and of
     the Newton-Schulz iterations alone, interleaved; and a step's seconds from the probes."""
@@ -223,18 +115,6 @@ def newton_schulz_share(root: Path, params: dict, repeats: int) -> dict:
     return {name: measure.summary(values) for name, values in samples.items()}
 
 
-def probed(root: Path, params: dict, names: list[str], rounds: int = 2) -> dict[str, float]:
-    """Each recipe's seconds a step: the least, over `rounds` 10-step probes taken in turn with
-    the other recipes', of the mean of its warm steps (after the first two)."""
-    seconds: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(rounds):
-        for name in names:
-            probe = trained(root, params, RECIPES[name], 10, RECIPES[name].rates[0],
-                            f"probe-{name}-{round_}")  # fmt: skip
-            seconds[name].append(sum(r.seconds for r in probe[2:]) / len(probe[2:]))
-    return {name: min(values) for name, values in seconds.items()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, nargs="+", default=[2])
@@ -245,17 +125,21 @@ def main() -> None:
     parser.add_argument("--muon-rates", type=float, nargs="+", default=list(MUON_RATES))
     args = parser.parse_args()
     params = measure.adamw_params()  # the ablation is over the AdamW default
-    for name, recipe in RECIPES.items():  # the Muon recipes sweep the rates asked for
-        if recipe.rates == MUON_RATES:
-            RECIPES[name] = replace(recipe, rates=tuple(args.muon_rates))
+    recipes = {  # the Muon recipes sweep the rates asked for
+        name: replace(RECIPES[name], rates=tuple(args.muon_rates))
+        if RECIPES[name].rates == MUON_RATES
+        else RECIPES[name]
+        for name in args.recipes
+    }
     budgets = {}
     with tempfile.TemporaryDirectory() as directory:
         root = prepared(Path(directory), params, args.documents)
         digest = hashlib.sha256((root / "documents.jsonl").read_bytes()).hexdigest()
-        per_step = probed(root, params, args.recipes)
+        per_step = probed(root, params, recipes)
         for minutes in args.minutes:
             budgets[f"{minutes:g} minutes"] = {
-                name: swept(root, params, name, minutes, per_step[name]) for name in args.recipes
+                name: swept(root, params, name, recipe, minutes, per_step[name])
+                for name, recipe in recipes.items()
             }
         update_cost = newton_schulz_share(root, params, args.repeats)
     muon_update = update_cost["muon update"]["median_s"]
@@ -273,27 +157,6 @@ def main() -> None:
         share = update_cost["newton-schulz"]["median_s"] / per_step["muon"]
         report["newton_schulz_share_of_muon_step"] = round(share, 4)
     measure.write_report(measure.REPORTS / f"{args.report}.json", report)
-
-
-def swept(root: Path, params: dict, name: str, minutes: float, per_step: float) -> dict:
-    """The recipe's runs at each of its rates, each of the steps that fill `minutes`."""
-    recipe = RECIPES[name]
-    steps = max(20, int(minutes * 60 / per_step * 0.9))  # 10% for the held-out scores
-    started = time.perf_counter()
-    runs = {
-        str(rate): final_bits(
-            trained(root, params, recipe, steps, rate, f"{name}-{minutes}-{rate}")
-        )
-        for rate in recipe.rates
-    }
-    best = min(runs, key=lambda rate: runs[rate][1])
-    return {
-        "init": recipe.init, "train": recipe.train, "relative": recipe.relative,
-        "seconds_per_step": round(per_step, 4),
-        "steps": steps, "best_learning_rate": float(best), "best_bits_per_byte": runs[best][1],
-        "runs": {rate: {"seconds": s, "bits_per_byte": b} for rate, (s, b) in runs.items()},
-        "wall_seconds": round(time.perf_counter() - started, 1),
-    }  # fmt: skip
 
 
 if __name__ == "__main__":

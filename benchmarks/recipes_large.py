@@ -10,28 +10,30 @@ run's steps.
 nanoGPT's CPU recipe is left out here: it is a model of 4 layers of 128 at context 64, the small
 scale that benchmarks/recipes.py measures. The recipes, their steps (the least of two probes
 taken in turn, then the budget over a step's seconds, 10% left for the held-out scores) and their
-runs are recipes.py's;
+runs are recipe_runs.py's;
 each run scores the same 256 validation windows, drawn once from the seed, about ten times. A
 step count to reach a value is read off those scores, linearly between the two that straddle it.
 Figures go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes_large.py [--minutes 7] [--report recipes_large]
-        [--recipes adamw nanochat "new recipe, SwiGLU"]
+        [--recipes adamw nanochat "new recipe, SwiGLU"] [--rates-from recipes_large]
 
 The default budget is 7 minutes of each run: the 9 runs take about 70 minutes on 2 cores;
-`--minutes 30` takes about 5 hours."""
+`--minutes 30` takes about 5 hours, or about 100 minutes with `--rates-from recipes_large`, which
+runs each recipe at the one rate that was best in that report instead of sweeping three."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sysconfig
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import measure
+import recipe_runs
 import recipes
 from evaluation import LEFT_OUT
 
@@ -46,14 +48,14 @@ PIPELINE = "new recipe, SwiGLU"
 # nanochat's AdamW rates scaled by (d_model / 768) ** -0.5 at this width.
 WIDTH = (SCALE["d_model"] / 768) ** -0.5
 NANOCHAT = replace(
-    recipes.NANOCHAT,
-    relative=recipes.NANOCHAT.relative
+    recipe_runs.NANOCHAT,
+    relative=recipe_runs.NANOCHAT.relative
     | {"embedding_rate": 0.3 / 0.02 * WIDTH, "head_rate": 0.008 / 0.02 * WIDTH},
 )
 RECIPES = {
-    "adamw": recipes.RECIPES["adamw"],
+    "adamw": recipe_runs.RECIPES["adamw"],
     "nanochat": NANOCHAT,
-    PIPELINE: recipes.RECIPES[PIPELINE],
+    PIPELINE: recipe_runs.RECIPES[PIPELINE],
 }
 
 
@@ -89,11 +91,6 @@ def prepared(root: Path, params: dict) -> dict:
     return corpus
 
 
-def curve(records) -> list[tuple[int, float]]:
-    """(steps done, validation bits per byte) at each held-out score of a run."""
-    return [(r.step, r.eval_bits_per_byte) for r in records if r.eval_bits_per_byte is not None]
-
-
 def steps_to_reach(points: list[tuple[int, float]], target: float) -> float | None:
     """The steps at which a run's scores first reach `target`, linearly between the two scores
     that straddle it; None where they never do."""
@@ -108,46 +105,33 @@ def steps_to_reach(points: list[tuple[int, float]], target: float) -> float | No
     return None
 
 
-def swept(root: Path, params: dict, name: str, minutes: float, per_step: float) -> dict:
-    """The recipe's runs at each of its rates, each of the steps that fill `minutes`."""
-    recipe = RECIPES[name]
-    steps = max(20, int(minutes * 60 / per_step * 0.9))
-    started = time.perf_counter()
-    runs = {}
-    for rate in recipe.rates:
-        records = recipes.trained(root, params, recipe, steps, rate, f"{name}-{rate}")
-        seconds, bits = recipes.final_bits(records)
-        runs[str(rate)] = {"seconds": seconds, "bits_per_byte": bits, "curve": curve(records)}
-    best = min(runs, key=lambda rate: runs[rate]["bits_per_byte"])
-    return {
-        "init": recipe.init, "train": recipe.train, "relative": recipe.relative,
-        "seconds_per_step": round(per_step, 4), "steps": steps,
-        "best_learning_rate": float(best), "best_bits_per_byte": runs[best]["bits_per_byte"],
-        "runs": runs, "wall_seconds": round(time.perf_counter() - started, 1),
-    }  # fmt: skip
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=7)
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--report", default="recipes_large")
+    parser.add_argument("--rates-from", help="a report whose best rate each recipe runs at alone")
     args = parser.parse_args()
     params = large_params()
-    recipes.RECIPES.update(RECIPES)  # recipes.py's runs read its table
+    chosen = {name: RECIPES[name] for name in args.recipes}
+    if args.rates_from:
+        earlier = json.loads((measure.REPORTS / f"{args.rates_from}.json").read_text())["recipes"]
+        for name, recipe in chosen.items():
+            chosen[name] = replace(recipe, rates=(earlier[name]["best_learning_rate"],))
     budget = {}
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         corpus = prepared(root, params)
-        per_step = recipes.probed(root, params, args.recipes)
+        per_step = recipe_runs.probed(root, params, chosen)
         update_cost = recipes.newton_schulz_share(root, params, args.repeats)
-        for name in args.recipes:
-            budget[name] = swept(root, params, name, args.minutes, per_step[name])
+        for name, recipe in chosen.items():
+            budget[name] = recipe_runs.swept(root, params, name, recipe, args.minutes,
+                                             per_step[name])  # fmt: skip
     report = {
         "benchmark": "validation bits per byte at equal wall time by recipe, at a larger scale",
         "corpus": corpus, "scale": SCALE, "train": TRAIN, "vocab_size": VOCABULARY,
-        "minutes": args.minutes, "recipes": budget, "update_seconds": update_cost,
+        "minutes": args.minutes, "rates_from": args.rates_from, "recipes": budget, "update_seconds": update_cost,
         "machine": measure.machine(),
     }  # fmt: skip
     if {"adamw", PIPELINE} <= set(budget):

@@ -17,15 +17,15 @@ from zrodlo.storage.refusal import Refusal
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
-DEFAULT = "new recipe, SwiGLU"  # benchmarks/recipes.py's name of the pipeline's recipe
+DEFAULT = "new recipe, SwiGLU"  # benchmarks/recipe_runs.py's name of the pipeline's recipe
 
 
 @pytest.fixture(scope="module")
 def benchmarks():
-    """benchmarks/measure.py and recipes.py as modules, as the benchmarks import each other."""
+    """benchmarks/measure.py and recipe_runs.py as modules, as the benchmarks import each other."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        yield importlib.import_module("measure"), importlib.import_module("recipes")
+        yield importlib.import_module("measure"), importlib.import_module("recipe_runs")
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
 
