@@ -121,17 +121,38 @@ def final_bits(records) -> tuple[float, float]:
     return round(seconds, 1), round(records[-1].eval_bits_per_byte, 4)
 
 
-def probed(
-    root: Path, params: dict, recipes: dict[str, Recipe], rounds: int = 2
-) -> dict[str, float]:
-    """Each recipe's seconds a step: the least, over `rounds` 10-step probes taken in turn with
-    the other recipes', of the mean of its warm steps (after the first two)."""
+# Two probes of a recipe within this share of each other read the CPU alone; a probe another
+# process slowed reads more, so probing goes on, in turn with the other recipes, until they do.
+AGREE = 0.05
+MOST_ROUNDS = 6
+
+
+def probed(root: Path, params: dict, recipes: dict[str, Recipe]) -> dict[str, list[float]]:
+    """Each recipe's 10-step probes, the mean seconds of their warm steps (after the first two):
+    rounds in turn with the other recipes' until a recipe's two least agree within AGREE, at
+    least two rounds; a recipe whose probes never agree stops the benchmark."""
     seconds: dict[str, list[float]] = {name: [] for name in recipes}
-    for round_ in range(rounds):
+    for round_ in range(MOST_ROUNDS):
         for name, recipe in recipes.items():
+            if round_ >= 2 and agree(seconds[name]):
+                continue
             probe = trained(root, params, recipe, 10, recipe.rates[0], f"probe-{name}-{round_}")
             seconds[name].append(sum(r.seconds for r in probe[2:]) / len(probe[2:]))
-    return {name: min(values) for name, values in seconds.items()}
+    for name, values in seconds.items():
+        if not agree(values):
+            raise SystemExit(
+                f"{name}'s probes read {', '.join(f'{v:.3f}' for v in values)} s a step and no "
+                "two agree: another process shares the CPU; run the benchmark alone"
+            )
+    return seconds
+
+
+def agree(values: list[float]) -> bool:
+    """Whether the two least of a recipe's probes lie within AGREE of each other."""
+    if len(values) < 2:
+        return False
+    least, second = sorted(values)[:2]
+    return second <= least * (1 + AGREE)
 
 
 def curve(records) -> list[tuple[int, float]]:
@@ -140,8 +161,10 @@ def curve(records) -> list[tuple[int, float]]:
 
 
 def swept(root: Path, params: dict, name: str, recipe: Recipe, minutes: float,
-          per_step: float) -> dict:  # fmt: skip
-    """The recipe's runs at each of its rates, each of the steps that fill `minutes`."""
+          probes: list[float]) -> dict:  # fmt: skip
+    """The recipe's runs at each of its rates, each of the steps that fill `minutes` at the least
+    of its `probes`' seconds a step."""
+    per_step = min(probes)
     steps = max(20, int(minutes * 60 / per_step * 0.9))  # 10% for the held-out scores
     started = time.perf_counter()
     runs = {}
@@ -152,7 +175,8 @@ def swept(root: Path, params: dict, name: str, recipe: Recipe, minutes: float,
     best = min(runs, key=lambda rate: runs[rate]["bits_per_byte"])
     return {
         "init": recipe.init, "train": recipe.train, "relative": recipe.relative,
-        "seconds_per_step": round(per_step, 4), "steps": steps,
+        "seconds_per_step": round(per_step, 4), "probe_seconds": [round(p, 4) for p in probes],
+        "steps": steps,
         "best_learning_rate": float(best), "best_bits_per_byte": runs[best]["bits_per_byte"],
         "runs": runs, "wall_seconds": round(time.perf_counter() - started, 1),
     }  # fmt: skip

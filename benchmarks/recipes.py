@@ -20,12 +20,14 @@ unbiased layers; nanochat's value embeddings, smear and backout, its embedding d
 cautious weight decay and schedule of it, and its momentum warmdown. Its residual and x0 scalars
 are measured apart, over the pipeline's recipe (the x0 mix).
 
-The documents are split and the tokenizer fitted as the pipeline does (params.yaml). A recipe is
-the AdamW recipe's init and train sections with its changes (RECIPES), trained on shuffled windows
-as the train stage is; its steps are chosen so that its schedule ends at the budget: the least
-of two 10-step probes, taken in turn with the other recipes' (a first one runs cold), gives the
-seconds a step takes, and the run is the budget over that (10% left for the held-out scores). Every run scores the whole validation pool about ten times; bits per byte are over the
-text the windows hold. Figures go to reports/bench/<report>.json.
+The documents are split and the tokenizer fitted as the pipeline does (params.yaml). A recipe is the
+AdamW recipe's init and train sections with its changes (recipe_runs.RECIPES), trained on shuffled
+windows as the train stage is; its steps are chosen so that its schedule ends at the budget: the
+least of its 10-step probes gives the seconds a step takes, and the run is the budget over that (10%
+left for the held-out scores). The probes are taken in turn with the other recipes' until a recipe's
+two least agree within 5%: a first one runs cold, and one that another process slows reads more;
+probes that never agree stop the benchmark. Every run scores the whole validation pool about ten
+times; bits per byte are over the text the windows hold. Figures go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes.py [--minutes 2 4] [--recipes adamw muon] [--report recipes]
         [--muon-rates 0.01 0.02 0.04] [--documents python-topics]
@@ -135,10 +137,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         root = prepared(Path(directory), params, args.documents)
         digest = hashlib.sha256((root / "documents.jsonl").read_bytes()).hexdigest()
-        per_step = probed(root, params, recipes)
+        probes = probed(root, params, recipes)
         for minutes in args.minutes:
             budgets[f"{minutes:g} minutes"] = {
-                name: swept(root, params, name, recipe, minutes, per_step[name])
+                name: swept(root, params, name, recipe, minutes, probes[name])
                 for name, recipe in recipes.items()
             }
         update_cost = newton_schulz_share(root, params, args.repeats)
@@ -153,8 +155,8 @@ def main() -> None:
         ),
         "machine": measure.machine(),
     }
-    if "muon" in per_step:  # the share of a step of Muon alone over the default
-        share = update_cost["newton-schulz"]["median_s"] / per_step["muon"]
+    if "muon" in probes:  # the share of a step of Muon alone over the default
+        share = update_cost["newton-schulz"]["median_s"] / min(probes["muon"])
         report["newton_schulz_share_of_muon_step"] = round(share, 4)
     measure.write_report(measure.REPORTS / f"{args.report}.json", report)
 

@@ -8,12 +8,11 @@ pipeline's recipe takes to reach the AdamW recipe's final validation bits, as a 
 run's steps.
 
 nanoGPT's CPU recipe is left out here: it is a model of 4 layers of 128 at context 64, the small
-scale that benchmarks/recipes.py measures. The recipes, their steps (the least of two probes
-taken in turn, then the budget over a step's seconds, 10% left for the held-out scores) and their
-runs are recipe_runs.py's;
-each run scores the same 256 validation windows, drawn once from the seed, about ten times. A
-step count to reach a value is read off those scores, linearly between the two that straddle it.
-Figures go to reports/bench/<report>.json.
+scale that benchmarks/recipes.py measures. The recipes, their steps (the least of probes taken in
+turn until two agree, then the budget over a step's seconds, 10% left for the held-out scores) and
+their runs are recipe_runs.py's; each run scores the same 256 validation windows, drawn once from
+the seed, about ten times. A step count to reach a value is read off those scores, linearly between
+the two that straddle it. Figures go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes_large.py [--minutes 7] [--report recipes_large]
         [--recipes adamw nanochat "new recipe, SwiGLU"] [--rates-from recipes_large]
@@ -123,11 +122,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         corpus = prepared(root, params)
-        per_step = recipe_runs.probed(root, params, chosen)
+        probes = recipe_runs.probed(root, params, chosen)
         update_cost = recipes.newton_schulz_share(root, params, args.repeats)
         for name, recipe in chosen.items():
             budget[name] = recipe_runs.swept(root, params, name, recipe, args.minutes,
-                                             per_step[name])  # fmt: skip
+                                             probes[name])  # fmt: skip
     report = {
         "benchmark": "validation bits per byte at equal wall time by recipe, at a larger scale",
         "corpus": corpus, "scale": SCALE, "train": TRAIN, "vocab_size": VOCABULARY,
@@ -144,8 +143,8 @@ def main() -> None:
             "pipeline_steps": None if reached is None else round(reached, 1),
             "share_of_adamw_steps": None if reached is None else round(reached / adamw["steps"], 3),
         }  # fmt: skip
-    if PIPELINE in per_step:
-        share = update_cost["newton-schulz"]["median_s"] / per_step[PIPELINE]
+    if PIPELINE in probes:
+        share = update_cost["newton-schulz"]["median_s"] / min(probes[PIPELINE])
         report["newton_schulz_share_of_pipeline_step"] = round(share, 4)
     measure.write_report(measure.REPORTS / f"{args.report}.json", report)
 
