@@ -55,6 +55,8 @@ SCRIPTS = {
     "recipes_4_minutes": "recipes.py --minutes 4 --report recipes_4_minutes --recipes adamw nanogpt "
     'nanochat "new recipe, SwiGLU"',
     "recipes_large": "recipes_large.py --minutes 7",
+    "recipes_large_30": "recipes_large.py --minutes 30 --rates-from recipes_large --report "
+    "recipes_large_30",
     "recipes_x0_mix": 'recipes.py --minutes 2 --report recipes_x0_mix --recipes "new recipe, SwiGLU" '
     '"new recipe, SwiGLU, x0 mix" --muon-rates 0.02 0.04',
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
