@@ -5,6 +5,7 @@ budget at the seconds a step took in probes."""
 
 from __future__ import annotations
 
+import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -125,24 +126,37 @@ def final_bits(records) -> tuple[float, float]:
 # process slowed reads more, so probing goes on, in turn with the other recipes, until they do.
 AGREE = 0.05
 MOST_ROUNDS = 6
+# A probe's steps: two cold, then timed steps lasting PROBE_SECONDS at the least; a first probe of
+# PROBE_STEPS that is over sooner (nanoGPT's steps take 0.05 s) reads the scheduler's jitter
+# rather than the step, so it only sets how many steps the recipe's probes take.
+PROBE_STEPS = 10
+PROBE_SECONDS = 3.0
 
 
 def probed(root: Path, params: dict, recipes: dict[str, Recipe]) -> dict[str, list[float]]:
-    """Each recipe's 10-step probes, the mean seconds of their warm steps (after the first two):
-    rounds in turn with the other recipes' until a recipe's two least agree within AGREE, at
-    least two rounds; a recipe whose probes never agree stops the benchmark."""
+    """Each recipe's probes, the mean seconds of their warm steps (after the first two): rounds in
+    turn with the other recipes' until a recipe's two least agree within AGREE, at least two
+    rounds; a recipe whose probes never agree stops the benchmark."""
     seconds: dict[str, list[float]] = {name: [] for name in recipes}
+    steps = dict.fromkeys(recipes, PROBE_STEPS)
     for round_ in range(MOST_ROUNDS):
         for name, recipe in recipes.items():
             if round_ >= 2 and agree(seconds[name]):
                 continue
-            probe = trained(root, params, recipe, 10, recipe.rates[0], f"probe-{name}-{round_}")
-            seconds[name].append(sum(r.seconds for r in probe[2:]) / len(probe[2:]))
+            probe = trained(
+                root, params, recipe, steps[name], recipe.rates[0], f"probe-{name}-{round_}"
+            )
+            warm = [r.seconds for r in probe[2:]]
+            if sum(warm) < PROBE_SECONDS:  # too short to read: the next ones last long enough
+                steps[name] = 2 + math.ceil(PROBE_SECONDS * len(warm) / sum(warm))
+                continue
+            seconds[name].append(sum(warm) / len(warm))
     for name, values in seconds.items():
         if not agree(values):
             raise SystemExit(
-                f"{name}'s probes read {', '.join(f'{v:.3f}' for v in values)} s a step and no "
-                "two agree: another process shares the CPU; run the benchmark alone"
+                f"{name}'s probes read {', '.join(f'{v:.3f}' for v in values)} s a step and the "
+                f"two least differ by more than {AGREE:.0%}: the CPU's speed varies while they "
+                "run (another process may share it); run the benchmark alone"
             )
     return seconds
 

@@ -23,10 +23,10 @@ are measured apart, over the pipeline's recipe (the x0 mix).
 The documents are split and the tokenizer fitted as the pipeline does (params.yaml). A recipe is the
 AdamW recipe's init and train sections with its changes (recipe_runs.RECIPES), trained on shuffled
 windows as the train stage is; its steps are chosen so that its schedule ends at the budget: the
-least of its 10-step probes gives the seconds a step takes, and the run is the budget over that (10%
-left for the held-out scores). The probes are taken in turn with the other recipes' until a recipe's
-two least agree within 5%: a first one runs cold, and one that another process slows reads more;
-probes that never agree stop the benchmark. Every run scores the whole validation pool about ten
+least of its probes (10 steps, or as many as take 3 s after the first two) gives the seconds a
+step takes, and the run is the budget over that (10% left for the held-out scores). The probes are
+taken in turn with the other recipes' until a recipe's two least agree within 5%: a first one runs
+cold, and one that another process slows reads more; probes that never agree stop the benchmark. Every run scores the whole validation pool about ten
 times; bits per byte are over the text the windows hold. Figures go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes.py [--minutes 2 4] [--recipes adamw muon] [--report recipes]

@@ -61,6 +61,8 @@ SCRIPTS = {
     '"new recipe, SwiGLU, x0 mix" --muon-rates 0.02 0.04',
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
+    "recipes_python_4_minutes": "recipes.py --minutes 4 --documents python-topics --report "
+    'recipes_python_4_minutes --recipes adamw nanogpt nanochat "new recipe, SwiGLU"',
     "cpu_bf16": "cpu_bf16.py",
     "cpu_bf16_amx": "cpu_bf16.py --report cpu_bf16_amx",
 }

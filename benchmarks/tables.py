@@ -269,6 +269,10 @@ TABLES = {
         "As the recipes above, on the Python language reference that pydoc keeps ({documents/name}"
         "), its tokenizer fitted as the pipeline's: the AdamW recipe, nanoGPT's, nanochat's and "
         "today's recipe.", (recipes_row("2 minutes"), MUON_COST[0])),
+    "recipes_python_4_minutes": Table("Model sizes and quality",
+        "Recipes for four minutes, a second text",
+        "As the recipes of the second text, for four minutes: the AdamW recipe, nanoGPT's, "
+        "nanochat's and the pipeline's.", (recipes_row("4 minutes"), MUON_COST[0])),
     "recipes_x0_mix": Table("Model sizes and quality", "The x0 mix over the pipeline's recipe",
         "As the recipes above, the pipeline's recipe alone and with nanochat's x0 mix "
         "(`--x0-mix 0.1`).",

@@ -151,11 +151,12 @@ def test_every_learning_rate_of_the_sweep_is_in_docs_models():
 
 # A recipe's row in docs/training.md: its name, steps, the best run's seconds of steps and scores,
 # and its validation bits per byte (its rate); in the README, steps and bits (rate) at 2 and 4 minutes,
-# then bits (rate) at the larger scale, or a dash for a recipe not run there.
+# then bits (rate) on the second text at 2 and 4 minutes, and at the larger scale, or a dash for a
+# recipe not run there.
 RECIPE_ROW = re.compile(r"^\| [^|]+ \| (\d+) \| (\d+) \| (\d\.\d{3}) \((\S+)\) \|$", re.M)
 README_RECIPE_ROW = re.compile(
     r"^\| [^|]+ \| (\d+) \| (\d\.\d{3}) \((\S+)\) \| (\d+) \| (\d\.\d{3}) \((\S+)\) "
-    r"\| (\d\.\d{3} \(\S+\)|—) \| (\d\.\d{3} \(\S+\)|—) \|$",
+    r"\| (\d\.\d{3} \(\S+\)) \| (\d\.\d{3} \(\S+\)) \| (\d\.\d{3} \(\S+\)|—) \| (\d\.\d{3} \(\S+\)|—) \|$",
     re.M,
 )
 # The recipes of README's table, in its order; docs/training.md has every recipe measured.
@@ -184,11 +185,18 @@ def larger_scale(report: str) -> dict:
 
 def test_the_recipes_table_is_what_benchmarks_recipes_measured():
     """README: the AdamW recipe's, nanoGPT's, nanochat's and the pipeline's steps and best
-    validation bits per byte (rate) in two minutes and in four, and at the larger scale in seven
-    and in thirty."""
+    validation bits per byte (rate) in two minutes and in four, their bits (rate) on the second
+    text in two and in four, and at the larger scale in seven and in thirty."""
     two, four = (
         recipe_rows(report, README_RECIPES, budget)
         for report, budget in (("recipes", "2 minutes"), ("recipes_4_minutes", "4 minutes"))
+    )
+    text_two, text_four = (
+        [f"{bits} ({rate})" for _, _, bits, rate in recipe_rows(report, README_RECIPES, budget)]
+        for report, budget in (
+            ("recipes_python", "2 minutes"),
+            ("recipes_python_4_minutes", "4 minutes"),
+        )
     )
     seven, thirty = (
         [
@@ -199,20 +207,24 @@ def test_the_recipes_table_is_what_benchmarks_recipes_measured():
         ]
         for large in (larger_scale(report)["recipes"] for report in LARGER_SCALE)
     )
-    rows = zip(two, four, seven, thirty, strict=True)
-    expected = [(s2, b2, r2, s4, b4, r4, x, y) for (s2, _, b2, r2), (s4, _, b4, r4), x, y in rows]
+    rows = zip(two, four, text_two, text_four, seven, thirty, strict=True)
+    expected = [
+        (s2, b2, r2, s4, b4, r4, t2, t4, x, y)
+        for (s2, _, b2, r2), (s4, _, b4, r4), t2, t4, x, y in rows
+    ]
     assert README_RECIPE_ROW.findall(README) == expected
 
 
 def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
     """docs/training.md: every recipe measured on the default documents for two minutes and for
-    four, then on the second text, then the x0 mix over the pipeline's recipe: its steps,
-    seconds and best bits per byte (rate)."""
+    four, then on the second text for two and for four, then the x0 mix over the pipeline's
+    recipe: its steps, seconds and best bits per byte (rate)."""
     page = (ROOT / "docs" / "training.md").read_text()
     assert RECIPE_ROW.findall(page) == (
         recipe_rows("recipes")
         + recipe_rows("recipes_4_minutes", budget="4 minutes")
         + recipe_rows("recipes_python")
+        + recipe_rows("recipes_python_4_minutes", budget="4 minutes")
         + recipe_rows("recipes_x0_mix")
     )
 
