@@ -72,6 +72,10 @@ RECIPES = {
     "new recipe, SwiGLU, x0 mix": Recipe(
         MODEL | {"mlp": None, "x0_mix": 0.1}, MUON | WSD, MUON_RATES
     ),
+    # The pipeline's with nanochat's value embeddings, which no transformers class computes.
+    "new recipe, SwiGLU, value embeddings": Recipe(
+        MODEL | {"mlp": None, "value_embeddings": 2}, MUON | WSD, MUON_RATES
+    ),
 }
 
 

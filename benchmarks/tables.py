@@ -277,6 +277,11 @@ TABLES = {
         "As the recipes above, the pipeline's recipe alone and with nanochat's x0 mix "
         "(`--x0-mix 0.1`).",
         (recipes_row("2 minutes", ("new recipe, SwiGLU", "the pipeline's recipe")), MUON_COST[0])),
+    "recipes_value_embeddings": Table("Model sizes and quality",
+        "Value embeddings over the pipeline's recipe",
+        "As the recipes above, the pipeline's recipe alone and with nanochat's value embeddings "
+        "(`--value-embeddings 2`).",
+        (recipes_row("2 minutes", ("new recipe, SwiGLU", "the pipeline's recipe")), MUON_COST[0])),
     "recipes_large": larger_scale("Recipes at a larger scale", "each at the best of its rates"),
     # Its update timings were taken while other work shared the CPU: the 7 minutes' stand.
     "recipes_large_30": larger_scale("Recipes at a larger scale, 30 minutes",

@@ -73,6 +73,8 @@ VARIANTS = {name: {"architecture": name} for name in FAMILIES} | {
                        "projection_init": "zero", "head_std": 0.001},
     # Beyond it: every block reads x0 (nanochat's), which no transformers class computes.
     "llama-x0-mix": {"architecture": "llama", "kv_heads": 2, "x0_mix": 0.1},
+    # nanochat's value embeddings, on the last layer and every 2nd before it.
+    "llama-value-embeddings": {"architecture": "llama", "kv_heads": 2, "value_embeddings": 2},
     "smollm3-every-2nd": {"architecture": "smollm3", "no_rope_interval": 2, "kv_heads": 2},
     # A window shorter than the context, a global layer, a cap, an untied head, a scalar apart.
     "gemma3-windowed": {"architecture": "gemma3", "kv_heads": 2, "sliding_window": 3,
@@ -85,6 +87,8 @@ VARIANTS = {name: {"architecture": name} for name in FAMILIES} | {
 REFUSED_EXPORT = {
     "llama-x0-mix": "the model mixes the embeddings' output into every block's input (x0_mix), "
     "and LlamaForCausalLM does not; it cannot be exported",
+    "llama-value-embeddings": "the model adds value embeddings to its attention's values "
+    "(value_embeddings), and LlamaForCausalLM does not; it cannot be exported",
 }
 
 

@@ -204,7 +204,8 @@ def test_every_option_of_model_init_has_help(run_zrodlo, option_descriptions, tm
     families = {"--architecture", "--activation", "--tie-embeddings", "--kv-heads", "--rope-theta",
                 "--norm-eps", "--head-dim", "--no-rope-interval", "--local-rope-theta",
                 "--sliding-window", "--global-every", "--query-scalar", "--logit-cap", "--mlp",
-                "--norm", "--projection-init", "--head-std", "--x0-mix"}  # fmt: skip
+                "--norm", "--projection-init", "--head-std", "--x0-mix",
+                "--value-embeddings"}  # fmt: skip
     assert set(options) == expected | families | {
         "--dropout",
         "--attention-dropout",

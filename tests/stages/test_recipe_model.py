@@ -1,6 +1,6 @@
 """Today's recipe as model settings through the real commands: a llama with a ReLU-squared
-feed-forward, unscaled RMSNorms, zero output projections, a small head, capped logits and the x0
-mix, and Qwen3's QK-norm unscaled; each drawn and computed as it says, trained with Muon, and exported where
+feed-forward, unscaled RMSNorms, zero output projections, a small head, capped logits, the x0
+mix and value embeddings, and Qwen3's QK-norm unscaled; each drawn and computed as it says, trained with Muon, and exported where
 a transformers class computes it (with transformers' loss equal to Zrodlo's), refused naming the
 setting where none does."""
 
@@ -15,7 +15,7 @@ from conftest import TINY_MODEL, zrodlo_succeeds
 from safetensors.torch import load_file
 
 from oracles import transformers_loss
-from zrodlo.model.decoder import build_model
+from zrodlo.model.decoder import build_decoder, build_model
 from zrodlo.model.directory import read_model_directory
 
 # In `make test`, not `make check`: training runs and transformers.
@@ -152,6 +152,52 @@ def test_an_x0_mixed_llama_feeds_each_block_its_two_scalars_mix_and_learns_them(
         assert not torch.equal(trained[name], weights[name])  # learned: AdamW moves them
 
 
+def test_value_embeddings_add_each_tokens_row_gated_to_their_layers_values_and_are_learned(
+    training_data, train_args, tmp_path
+):
+    flags = ("--layers", "3", "--value-embeddings", "2")
+    model = initialised(tmp_path / "embedded", training_data, *LLAMA, *flags)
+    weights = load_file(model / "model.safetensors")
+    tables = sorted(name for name in weights if name.startswith("value_embeddings."))
+    assert tables == ["value_embeddings.0.weight", "value_embeddings.2.weight"]  # 2nd from last
+    gates = [f"blocks.{layer}.attention.value_gate.weight" for layer in (0, 2)]
+    assert not any(weights[gate].any() for gate in gates)  # 2 sigmoid(0): the rows whole
+    loaded = read_model_directory(model)
+    embedded = build_model(loaded).eval()
+    draws = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # gates of each sign, so that a missing or misplaced one shows
+        for name in gates:
+            embedded.get_parameter(name).normal_(generator=draws)
+    state = embedded.state_dict()
+    # The same weights without the setting, the values' rows added by hand to its projection.
+    rest = {name: w for name, w in state.items() if name not in (*tables, *gates)}
+    plain = build_decoder(loaded.config.changed(value_embeddings=None), rest).eval()
+    tokens = torch.arange(8).reshape(1, 8) % 5  # (batch 1, 8 positions)
+
+    def adds(layer: int):
+        def hook(module, args, qkv):  # qkv (1, 8, q + k + v widths)
+            gate_weight = state[f"blocks.{layer}.attention.value_gate.weight"]  # (kv_heads, C)
+            rows = state[f"value_embeddings.{layer}.weight"][tokens]  # (1, 8, kv_width)
+            width = rows.size(-1) // gate_weight.size(0)  # a head's
+            gate = 2 * torch.sigmoid(args[0][..., : gate_weight.size(1)] @ gate_weight.T)
+            added = gate.repeat_interleave(width, dim=-1) * rows  # (1, 8, kv_width)
+            return torch.cat((qkv[..., : -rows.size(-1)], qkv[..., -rows.size(-1) :] + added), -1)
+
+        return hook
+
+    for layer in (0, 2):
+        plain.blocks[layer].attention.qkv.register_forward_hook(adds(layer))
+    with torch.no_grad():
+        torch.testing.assert_close(embedded(tokens), plain(tokens), rtol=0, atol=1e-6)
+        bare = build_decoder(loaded.config.changed(value_embeddings=None), rest).eval()(tokens)
+    assert (embedded(tokens).detach() - bare).abs().max() > 1e-3  # the rows change the logits
+    output = tmp_path / "run"
+    zrodlo_succeeds(*train_args(model, training_data.corpus, output, 4, MUON), cwd=tmp_path)
+    trained = load_file(output / "step-4" / "model.safetensors")
+    for name in (*tables, *gates):
+        assert not torch.equal(trained[name], weights[name])  # learned: AdamW and Muon move them
+
+
 # The settings no transformers class computes, each refused export with a sentence naming it.
 UNEXPORTABLE = {
     "capped": (("--logit-cap", "15"), "the model caps its logits (logit_cap), and "
@@ -161,6 +207,9 @@ UNEXPORTABLE = {
               "cannot be exported"),
     "x0 mix": (("--x0-mix", "0.1"), "the model mixes the embeddings' output into every block's "
                "input (x0_mix), and LlamaForCausalLM does not; it cannot be exported"),
+    "value embeddings": (("--value-embeddings", "2"), "the model adds value embeddings to its "
+                         "attention's values (value_embeddings), and LlamaForCausalLM does not; "
+                         "it cannot be exported"),
 }  # fmt: skip
 
 
@@ -201,6 +250,11 @@ def test_a_llama_no_transformers_class_computes_is_refused_export_naming_the_set
         (("--x0-mix", "0.1"),
          "--x0-mix is for --architecture llama, qwen2, qwen3, smollm3 or gemma3; a gpt model has "
          "none"),
+        (("--architecture", "qwen3", "--value-embeddings", "0"),
+         "--value-embeddings is 0; it must be a whole number of 1 or more"),
+        (("--architecture", "gemma3", "--value-embeddings", "2"),
+         "--value-embeddings is set; a gemma3 model's attention values are its projection's "
+         "alone"),
     ],
 )  # fmt: skip
 def test_a_recipe_setting_that_cannot_make_a_model_is_refused(

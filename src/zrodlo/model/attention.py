@@ -82,7 +82,8 @@ def rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 class Attention(nn.Module):
     """Causal self-attention of one block; each head's query and key normalized where the spec
-    says (QK-norm), then turned by rotary positions where `angles` are given."""
+    says (QK-norm), then turned by rotary positions where `angles` are given; where the layer has
+    value embeddings (`gate_channels` set), its values take them, gated per key-value head."""
 
     def __init__(
         self,
@@ -92,6 +93,7 @@ class Attention(nn.Module):
         layer: int,
         p: float,
         p_attention: float,
+        gate_channels: int | None = None,
     ) -> None:
         super().__init__()
         self.layer, self.heads, self.kv_heads = layer, heads, spec.kv_heads
@@ -106,6 +108,9 @@ class Attention(nn.Module):
                 norm(spec.qk_norm, self.width),
                 norm(spec.qk_norm, self.width),
             )
+        self.gate_channels = gate_channels
+        if gate_channels is not None:
+            self.value_gate = nn.Linear(gate_channels, spec.kv_heads, bias=False)
         self.out = nn.Linear(heads_width, d_model, bias=spec.out_bias)
 
     def forward(
@@ -114,12 +119,20 @@ class Attention(nn.Module):
         angles: Angles | None,
         masks: StepMasks | None,
         cache: KVCache | None,
+        value_embedding: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """The attention's output (B, T, d_model) for the normed input x (B, T, d_model); the
+        layer's value embeddings of the tokens, (B, T, kv_heads x head_width) float32, where it
+        has them."""
         B, T, _ = x.shape  # batch, time, d_model
         heads_width, kv_width = self.heads * self.width, self.kv_heads * self.width
         q, k, v = self.qkv(x).split((heads_width, kv_width, kv_width), dim=2)
         q = q.view(B, T, self.heads, self.width).transpose(1, 2)  # (B, heads, T, D)
         k = k.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
+        if value_embedding is not None:  # 2 sigmoid(0) = 1: a fresh gate adds them whole
+            gate = 2 * torch.sigmoid(self.value_gate(x[..., : self.gate_channels]))  # (B, T, KV)
+            added = gate.unsqueeze(-1) * value_embedding.view(B, T, self.kv_heads, self.width)
+            v = v + added.flatten(2).to(v.dtype)  # (B, T, kv_heads x D)
         v = v.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
         if self.head_norms:  # over each head's width, in float32, back in the projection's dtype
             q, k = self.q_norm(q).to(v.dtype), self.k_norm(k).to(v.dtype)

@@ -20,7 +20,7 @@ from zrodlo.model.directory import Model
 from zrodlo.model.dropout import Site, StepMasks
 from zrodlo.model.held_base import DTYPES, hold_linears, linear
 from zrodlo.model.layers import dropped, feed_forward, norm
-from zrodlo.model.parts import Rotary
+from zrodlo.model.parts import Rotary, gate_channels
 from zrodlo.model.weights import check_weights
 
 
@@ -32,9 +32,11 @@ class Block(nn.Module):
         super().__init__()
         parts, d = config.parts, config.d_model
         self.attention_norm = norm(parts.norm, d)
+        gated = layer in parts.value_embedding_layers
         self.attention = Attention(
-            parts.attention, d, config.heads, layer, config.dropout, config.attention_dropout
-        )
+            parts.attention, d, config.heads, layer, config.dropout, config.attention_dropout,
+            gate_channels(config) if gated else None,
+        )  # fmt: skip
         self.sandwich = parts.sandwich_norms
         if self.sandwich:
             self.attention_post_norm = norm(parts.norm, d)
@@ -44,9 +46,14 @@ class Block(nn.Module):
             self.mlp_post_norm = norm(parts.norm, d)
 
     def forward(
-        self, x: torch.Tensor, angles: Angles | None, masks: StepMasks | None, cache: KVCache | None
+        self,
+        x: torch.Tensor,
+        angles: Angles | None,
+        masks: StepMasks | None,
+        cache: KVCache | None,
+        value_embedding: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        y = self.attention(self.attention_norm(x), angles, masks, cache)  # (B, T, d_model)
+        y = self.attention(self.attention_norm(x), angles, masks, cache, value_embedding)
         x = x + (self.attention_post_norm(y) if self.sandwich else y)
         y = self.mlp(self.mlp_norm(x), masks)  # (B, T, d_model)
         return x + (self.mlp_post_norm(y) if self.sandwich else y)
@@ -69,6 +76,13 @@ class Decoder(nn.Module):
             self.token_embedding = nn.Embedding(config.vocab_size, d)
             if parts.learned_positions:
                 self.position_embedding = nn.Embedding(config.positions, d)
+            kv_width = parts.attention.kv_heads * config.head_width
+            self.value_embeddings = nn.ModuleDict(
+                {
+                    str(i): nn.Embedding(config.vocab_size, kv_width)
+                    for i in parts.value_embedding_layers
+                }
+            )
             self.blocks = nn.ModuleList(Block(config, layer) for layer in range(config.layers))
             self.final_norm = norm(parts.norm, d)
             if not parts.tied_head:
@@ -98,7 +112,10 @@ class Decoder(nn.Module):
         for layer, block in enumerate(self.blocks):
             if x0 is not None:
                 x = self.residual_scales[layer] * x + self.x0_scales[layer] * x0
-            x = block(x, angles.get(parts.attention.layers[layer].rotary), masks, cache)
+            values = None  # (B, T, kv_width) where the layer has value embeddings
+            if str(layer) in self.value_embeddings:
+                values = self.value_embeddings[str(layer)](tokens).float()
+            x = block(x, angles.get(parts.attention.layers[layer].rotary), masks, cache, values)
         if cache is not None:
             cache.length += T
         head = self.token_embedding.weight if parts.tied_head else self.lm_head.weight

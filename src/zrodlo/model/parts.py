@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # the configuration states its parts: only its fields are rea
 # The scalars of the x0 mix, (layers,) each: what every block's input takes of the residual stream,
 # and of the embeddings' output.
 MIX_SCALES = ("residual_scales", "x0_scales")
+# The channels of a block's input that its value-embedding gate reads (nanochat's, at the least).
+GATE_CHANNELS = 12
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,11 @@ class Parts:
     residual stream where `sandwich_norms`), a final norm and an LM head, its own or the token
     embedding's (`tied_head`), whose logits are capped by `logit_cap` * tanh(logits / logit_cap)
     where it is set. Where `x0_mix` is set, each block reads the residual stream and the
-    embeddings' output mixed by two scalars of its layer, learned from 1 and `x0_mix`."""
+    embeddings' output mixed by two scalars of its layer, learned from 1 and `x0_mix`. Each layer
+    of `value_embedding_layers` has a table of its own, (vocab, kv_heads x head_width), whose row
+    for each token is added to that layer's values, each key-value head's share scaled by a gate,
+    2 sigmoid(w . x[:GATE_CHANNELS]), read off the block's normed input (nanochat's value
+    embeddings)."""
 
     norm: Norm
     attention: Attention
@@ -114,14 +120,16 @@ class Parts:
     embedding_scale: float | None = None
     logit_cap: float | None = None
     x0_mix: float | None = None
+    value_embedding_layers: tuple[int, ...] = ()
     # How a fresh model draws its weights: each block's output projections (attention's and the
     # feed-forward's) at zero where `zero_projections`, and the head's with `head_std`.
     zero_projections: bool = False
     head_std: float | None = None
 
 
-def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Each parameter of one block, by its name after "blocks.<i>.", in the order it registers."""
+def block_shapes(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
+    """Each parameter of block `layer`, by its name after "blocks.<i>.", in the order it
+    registers."""
     parts, d, ff = config.parts, config.d_model, config.d_ff
     heads_width = config.heads * config.head_width  # the queries' width, d unless set apart
     projected = heads_width + 2 * parts.attention.kv_heads * config.head_width  # q, k and v
@@ -132,6 +140,7 @@ def block_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
         **_norm("attention_norm", parts.norm, d),
         **_linear("attention.qkv", projected, d, parts.attention.qkv_bias),
         **_head_norms(parts.attention.qk_norm, config.head_width),
+        **_value_gate(config, layer),
         **_linear("attention.out", d, heads_width, parts.attention.out_bias),
         **(_norm("attention_post_norm", parts.norm, d) if sandwich else {}),
         **_norm("mlp_norm", parts.norm, d),
@@ -150,6 +159,9 @@ def outer_shapes(config: ModelConfig) -> tuple[dict, dict]:
     before["token_embedding.weight"] = (vocab, d)
     if parts.learned_positions:
         before["position_embedding.weight"] = (config.positions, d)
+    kv_width = parts.attention.kv_heads * config.head_width
+    for layer in parts.value_embedding_layers:
+        before[f"value_embeddings.{layer}.weight"] = (vocab, kv_width)
     after = _norm("final_norm", parts.norm, d)
     if not parts.tied_head:
         after["lm_head.weight"] = (vocab, d)
@@ -159,19 +171,21 @@ def outer_shapes(config: ModelConfig) -> tuple[dict, dict]:
 def parameter_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     """Every parameter's name and shape, in the order the model registers them."""
     before, after = outer_shapes(config)
-    block = block_shapes(config)
     shapes = dict(before)
     for layer in range(config.layers):
-        shapes |= {f"blocks.{layer}.{name}": shape for name, shape in block.items()}
+        shapes |= {
+            f"blocks.{layer}.{name}": shape for name, shape in block_shapes(config, layer).items()
+        }
     return shapes | after
 
 
 def parameter_count(config: ModelConfig) -> int:
-    """How many numbers the model's parameters hold, counted without a name per layer, so it is
+    """How many numbers the model's parameters hold, counted from the shapes alone, so it is
     cheap for a configuration too large to build."""
     before, after = outer_shapes(config)
     outer = sum(math.prod(shape) for shape in (*before.values(), *after.values()))
-    return outer + config.layers * sum(math.prod(shape) for shape in block_shapes(config).values())
+    blocks = (block_shapes(config, layer).values() for layer in range(config.layers))
+    return outer + sum(math.prod(shape) for shapes in blocks for shape in shapes)
 
 
 def training_state_bytes(
@@ -217,6 +231,17 @@ def _head_norms(spec: Norm | None, width: int) -> dict[str, tuple[int, ...]]:
     if spec is None:
         return {}
     return _norm("attention.q_norm", spec, width) | _norm("attention.k_norm", spec, width)
+
+
+def _value_gate(config: ModelConfig, layer: int) -> dict[str, tuple[int, ...]]:
+    if layer not in config.parts.value_embedding_layers:
+        return {}
+    return {"attention.value_gate.weight": (config.parts.attention.kv_heads, gate_channels(config))}
+
+
+def gate_channels(config: ModelConfig) -> int:
+    """The channels of a block's normed input a value-embedding gate reads."""
+    return min(GATE_CHANNELS, config.d_model)
 
 
 def _linear(name: str, rows: int, columns: int, bias: bool) -> dict[str, tuple[int, ...]]:

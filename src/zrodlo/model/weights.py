@@ -21,9 +21,11 @@ INIT_STD = 0.02
 
 def _initial_std(name: str, config: ModelConfig) -> float | None:
     """The standard deviation a parameter is drawn with, or None for a constant (a bias, a norm,
-    a projection that starts at zero)."""
+    a projection that starts at zero, a value-embedding gate)."""
     parts = config.parts
     if name.endswith(".bias") or name.endswith("norm.weight") or name in MIX_SCALES:
+        return None
+    if name.endswith("attention.value_gate.weight"):  # 2 sigmoid(0) = 1: the embeddings whole
         return None
     if name.endswith("attention.out.weight") or name.endswith("mlp.down.weight"):
         if parts.zero_projections:  # each block starts as the identity on the residual stream

@@ -5,7 +5,7 @@ built, and rotary positions that make attention depend on relative positions onl
 import pytest
 import torch
 
-from zrodlo.model.attention import rotary_angles, rotated
+from zrodlo.model.attention import KVCache, rotary_angles, rotated
 from zrodlo.model.config import COMMON, ModelConfig
 from zrodlo.model.decoder import build_decoder
 from zrodlo.model.parts import Rotary, parameter_count, parameter_shapes
@@ -19,7 +19,13 @@ LLAMA = ModelConfig.of(
 
 
 @pytest.mark.parametrize(
-    "config", [LLAMA, LLAMA.changed(tie_embeddings=True, kv_heads=4), LLAMA.changed(x0_mix=0.1)]
+    "config",
+    [
+        LLAMA,
+        LLAMA.changed(tie_embeddings=True, kv_heads=4),
+        LLAMA.changed(x0_mix=0.1),
+        LLAMA.changed(value_embeddings=2, kv_heads=4),
+    ],
 )
 def test_the_parameters_are_the_modules_and_counted_from_the_configuration(config):
     weights = initial_weights(config, 3)
@@ -89,3 +95,21 @@ def test_rotary_scores_depend_on_the_distance_between_positions_only():
         diagonal = torch.diagonal(scores, -distance)
         torch.testing.assert_close(diagonal, diagonal[:1].expand_as(diagonal), rtol=1e-5, atol=1e-5)
     assert not torch.allclose(torch.diagonal(scores, 0)[:1], torch.diagonal(scores, -3)[:1])
+
+
+def test_value_embeddings_read_one_token_at_a_time_through_a_cache_as_in_the_whole_pass():
+    config = LLAMA.changed(value_embeddings=1)  # every layer's values take their rows
+    weights = initial_weights(config, 5)
+    for layer in range(config.layers):  # gates of each sign: each position's own gate shows
+        gate = weights[f"blocks.{layer}.attention.value_gate.weight"]  # (kv_heads, 12)
+        weights[f"blocks.{layer}.attention.value_gate.weight"] = torch.linspace(
+            -1, 1, gate.numel()
+        ).reshape(gate.shape)
+    decoder = build_decoder(config, weights).eval()
+    tokens = torch.arange(16).reshape(2, 8) * 7 % 40  # (2, 8)
+    with torch.no_grad():
+        whole = decoder(tokens)  # (2, 8, 40)
+        cache = KVCache()
+        parts = [decoder(tokens[:, :3], cache=cache)]  # the prompt, then a token at a time
+        parts += [decoder(tokens[:, t : t + 1], cache=cache) for t in range(3, 8)]
+    torch.testing.assert_close(torch.cat(parts, dim=1), whole, rtol=1e-5, atol=1e-5)

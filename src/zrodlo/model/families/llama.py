@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from zrodlo.model.declared import option
 from zrodlo.model.families.base import Family, fixed, is_number, is_whole, tied
-from zrodlo.model.families.recipe import check_recipe, exportable
+from zrodlo.model.families.recipe import check_recipe, exportable, value_embedding_layers
 from zrodlo.model.families.rotary import (
     ROPE_THETA,
     check_rotary,
@@ -112,6 +112,11 @@ class LlamaSettings:
         "from 1 and this value (0.1: nanochat's); none by default.",
         None,
     )
+    value_embeddings: int | None = option(
+        "llama: value embeddings on every Nth layer, counting back from the last (2: nanochat's, "
+        "every other one); none by default.",
+        None,
+    )
 
 
 class Llama(Family):
@@ -201,6 +206,7 @@ class Llama(Family):
             head_std=settings.head_std,
             logit_cap=settings.logit_cap,
             x0_mix=settings.x0_mix,
+            value_embedding_layers=value_embedding_layers(config),
         )
 
     def transformers_config(self, config: ModelConfig, bos: int, eos: int) -> dict[str, Any]:

@@ -1,13 +1,14 @@
 """The settings of today's recipe for small models that llama's decoder takes (and the families
 built on it, Qwen3's QK-norm among them): a ReLU-squared feed-forward without a gate, RMSNorms
 without a learned scale, output projections that start at zero, a head drawn small, a tanh cap
-on the logits (Gemma 3's cap, which gemma3 alone of them takes too) and the x0 mix, each block
-reading the residual stream and the embeddings' output weighted by two learned scalars.
+on the logits (Gemma 3's cap, which gemma3 alone of them takes too), the x0 mix, each block
+reading the residual stream and the embeddings' output weighted by two learned scalars, and value
+embeddings, a table of values per token added to some layers' attention values.
 
 What transformers computes of them: an unscaled RMSNorm is one whose scale is 1, so a model with
 them exports exactly (`zrodlo.exchange.to_transformers.unit_scales`); no transformers llama, Qwen
-or SmolLM class has a feed-forward without a gate, caps its logits or mixes x0 in, so the export
-of such a model is refused naming the setting (Gemma3ForCausalLM writes its cap). The other two
+or SmolLM class has a feed-forward without a gate, caps its logits, mixes x0 in or embeds values,
+so the export of such a model is refused naming the setting (Gemma3ForCausalLM writes its cap). The other two
 shape only the weights a fresh model is drawn with.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zrodlo.model.families.base import is_number
+from zrodlo.model.families.base import is_number, is_whole
 from zrodlo.storage.refusal import Refusal
 
 if TYPE_CHECKING:
@@ -41,6 +42,11 @@ def check_recipe(config: ModelConfig, name: Any) -> None:
     mix = settings.x0_mix
     if mix is not None and not (is_number(mix) and abs(mix) < float("inf")):
         raise Refusal(f"{name('x0_mix')} is {mix}; it must be a finite number")
+    every = settings.value_embeddings
+    if every is not None and not (is_whole(every) and every >= 1):
+        raise Refusal(
+            f"{name('value_embeddings')} is {every}; it must be a whole number of 1 or more"
+        )
     if settings.head_std is not None and settings.tie_embeddings:
         raise Refusal(
             f"{name('head_std')} draws a head of its own, and {name('tie_embeddings')} makes the "
@@ -59,6 +65,11 @@ def refuse_recipe(config: ModelConfig, name: Any, family: str) -> None:
     if config.settings.x0_mix is not None:
         raise Refusal(
             f"{name('x0_mix')} is set; a {family} model's blocks read the residual stream alone"
+        )
+    if config.settings.value_embeddings is not None:
+        raise Refusal(
+            f"{name('value_embeddings')} is set; a {family} model's attention values are its "
+            "projection's alone"
         )
 
 
@@ -79,3 +90,19 @@ def exportable(config: ModelConfig, transformers_class: str) -> None:
             f"the model mixes the embeddings' output into every block's input (x0_mix), and "
             f"{transformers_class} does not; it cannot be exported"
         )
+    if config.settings.value_embeddings is not None:
+        raise Refusal(
+            f"the model adds value embeddings to its attention's values (value_embeddings), and "
+            f"{transformers_class} does not; it cannot be exported"
+        )
+
+
+def value_embedding_layers(config: ModelConfig) -> tuple[int, ...]:
+    """The layers with value embeddings: every `value_embeddings`-th, counting back from the last
+    (which always has them), none where the setting is None."""
+    every = config.settings.value_embeddings
+    if every is None:
+        return ()
+    return tuple(
+        layer for layer in range(config.layers) if (config.layers - 1 - layer) % every == 0
+    )
