@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zrodlo import api
@@ -71,6 +71,10 @@ RECIPES = {
     # The pipeline's with nanochat's x0 mix, which no transformers class computes.
     "new recipe, SwiGLU, x0 mix": Recipe(
         MODEL | {"mlp": None, "x0_mix": 0.1}, MUON | WSD, MUON_RATES
+    ),
+    # nanochat's with its residual and x0 scalars and its value embeddings, as Zrodlo has them.
+    "nanochat, x0 mix, value embeddings": replace(
+        NANOCHAT, init=NANOCHAT.init | {"x0_mix": 0.1, "value_embeddings": 2}
     ),
     # The pipeline's with nanochat's value embeddings, which no transformers class computes.
     "new recipe, SwiGLU, value embeddings": Recipe(

@@ -61,6 +61,8 @@ SCRIPTS = {
     '"new recipe, SwiGLU, x0 mix" --muon-rates 0.02 0.04',
     "recipes_value_embeddings": "recipes.py --minutes 2 --report recipes_value_embeddings --recipes "
     '"new recipe, SwiGLU" "new recipe, SwiGLU, value embeddings" --muon-rates 0.02 0.04',
+    "recipes_nanochat_whole": "recipes.py --minutes 2 --report recipes_nanochat_whole --recipes "
+    'nanochat "nanochat, x0 mix, value embeddings"',
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
     "recipes_python_4_minutes": "recipes.py --minutes 4 --documents python-topics --report "

@@ -282,6 +282,11 @@ TABLES = {
         "As the recipes above, the pipeline's recipe alone and with nanochat's value embeddings "
         "(`--value-embeddings 2`).",
         (recipes_row("2 minutes", ("new recipe, SwiGLU", "the pipeline's recipe")), MUON_COST[0])),
+    "recipes_nanochat_whole": Table("Model sizes and quality",
+        "nanochat's recipe with its x0 mix and value embeddings",
+        "As the recipes above, nanochat's recipe alone and with its residual and x0 scalars and "
+        "value embeddings (`--x0-mix 0.1 --value-embeddings 2`).",
+        (recipes_row("2 minutes", ("nanochat", "nanochat's recipe")), MUON_COST[0])),
     "recipes_large": larger_scale("Recipes at a larger scale", "each at the best of its rates"),
     # Its update timings were taken while other work shared the CPU: the 7 minutes' stand.
     "recipes_large_30": larger_scale("Recipes at a larger scale, 30 minutes",
