@@ -108,7 +108,6 @@ class Attention(nn.Module):
                 norm(spec.qk_norm, self.width),
                 norm(spec.qk_norm, self.width),
             )
-        self.gate_channels = gate_channels
         if gate_channels is not None:
             self.value_gate = nn.Linear(gate_channels, spec.kv_heads, bias=False)
         self.out = nn.Linear(heads_width, d_model, bias=spec.out_bias)
@@ -130,7 +129,8 @@ class Attention(nn.Module):
         q = q.view(B, T, self.heads, self.width).transpose(1, 2)  # (B, heads, T, D)
         k = k.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)
         if value_embedding is not None:  # 2 sigmoid(0) = 1: a fresh gate adds them whole
-            gate = 2 * torch.sigmoid(self.value_gate(x[..., : self.gate_channels]))  # (B, T, KV)
+            channels = self.value_gate.in_features
+            gate = 2 * torch.sigmoid(self.value_gate(x[..., :channels]))  # (B, T, kv_heads)
             added = gate.unsqueeze(-1) * value_embedding.view(B, T, self.kv_heads, self.width)
             v = v + added.flatten(2).to(v.dtype)  # (B, T, kv_heads x D)
         v = v.view(B, T, self.kv_heads, self.width).transpose(1, 2)  # (B, kv_heads, T, D)

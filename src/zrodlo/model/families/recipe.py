@@ -8,8 +8,8 @@ embeddings, a table of values per token added to some layers' attention values.
 What transformers computes of them: an unscaled RMSNorm is one whose scale is 1, so a model with
 them exports exactly (`zrodlo.exchange.to_transformers.unit_scales`); no transformers llama, Qwen
 or SmolLM class has a feed-forward without a gate, caps its logits, mixes x0 in or embeds values,
-so the export of such a model is refused naming the setting (Gemma3ForCausalLM writes its cap). The other two
-shape only the weights a fresh model is drawn with.
+so the export of such a model is refused naming the setting (Gemma3ForCausalLM writes its cap).
+The other two shape only the weights a fresh model is drawn with.
 """
 
 from __future__ import annotations
