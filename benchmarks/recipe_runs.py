@@ -5,6 +5,7 @@ budget at the seconds a step took in probes."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from contextlib import contextmanager
@@ -80,6 +81,10 @@ RECIPES = {
     "new recipe, SwiGLU, value embeddings": Recipe(
         MODEL | {"mlp": None, "value_embeddings": 2}, MUON | WSD, MUON_RATES
     ),
+    # That with a key and value head for each query head, as nanochat's attention has.
+    "new recipe, SwiGLU, MHA, value embeddings": Recipe(
+        MODEL | {"mlp": None, "kv_heads": None, "value_embeddings": 2}, MUON | WSD, MUON_RATES
+    ),
 }
 
 
@@ -131,7 +136,7 @@ def final_bits(records) -> tuple[float, float]:
 
 
 # Two probes of a recipe within this share of each other read the CPU alone; a probe another
-# process slowed reads more, so probing goes on, in turn with the other recipes, until they do.
+# process slowed reads more, so probing goes on, in turn with the other recipes, until two do.
 AGREE = 0.05
 MOST_ROUNDS = 6
 # A probe's steps: two cold, then timed steps lasting PROBE_SECONDS at the least; a first probe of
@@ -143,13 +148,13 @@ PROBE_SECONDS = 3.0
 
 def probed(root: Path, params: dict, recipes: dict[str, Recipe]) -> dict[str, list[float]]:
     """Each recipe's probes, the mean seconds of their warm steps (after the first two): rounds in
-    turn with the other recipes' until a recipe's two least agree within AGREE, at least two
-    rounds; a recipe whose probes never agree stops the benchmark."""
+    turn with the other recipes' until two of a recipe's agree within AGREE, at least two rounds;
+    a recipe whose probes never agree stops the benchmark."""
     seconds: dict[str, list[float]] = {name: [] for name in recipes}
     steps = dict.fromkeys(recipes, PROBE_STEPS)
     for round_ in range(MOST_ROUNDS):
         for name, recipe in recipes.items():
-            if round_ >= 2 and agree(seconds[name]):
+            if round_ >= 2 and agreed(seconds[name]) is not None:
                 continue
             probe = trained(
                 root, params, recipe, steps[name], recipe.rates[0], f"probe-{name}-{round_}"
@@ -160,21 +165,22 @@ def probed(root: Path, params: dict, recipes: dict[str, Recipe]) -> dict[str, li
                 continue
             seconds[name].append(sum(warm) / len(warm))
     for name, values in seconds.items():
-        if not agree(values):
+        if agreed(values) is None:
             raise SystemExit(
                 f"{name}'s probes read {', '.join(f'{v:.3f}' for v in values)} s a step and the "
-                f"two least differ by more than {AGREE:.0%}: the CPU's speed varies while they "
+                f"no two lie within {AGREE:.0%} of each other: the CPU's speed varies while they "
                 "run (another process may share it); run the benchmark alone"
             )
     return seconds
 
 
-def agree(values: list[float]) -> bool:
-    """Whether the two least of a recipe's probes lie within AGREE of each other."""
-    if len(values) < 2:
-        return False
-    least, second = sorted(values)[:2]
-    return second <= least * (1 + AGREE)
+def agreed(values: list[float]) -> float | None:
+    """The least of a recipe's probes that another lies within AGREE above, the step's seconds;
+    None where no two agree. A probe read alone low (a burst of a faster clock) is passed over."""
+    for least, above in itertools.pairwise(sorted(values)):
+        if above <= least * (1 + AGREE):
+            return least
+    return None
 
 
 def curve(records) -> list[tuple[int, float]]:
@@ -184,9 +190,9 @@ def curve(records) -> list[tuple[int, float]]:
 
 def swept(root: Path, params: dict, name: str, recipe: Recipe, minutes: float,
           probes: list[float]) -> dict:  # fmt: skip
-    """The recipe's runs at each of its rates, each of the steps that fill `minutes` at the least
-    of its `probes`' seconds a step."""
-    per_step = min(probes)
+    """The recipe's runs at each of its rates, each of the steps that fill `minutes` at the
+    seconds a step its `probes` agree on."""
+    per_step = agreed(probes)
     steps = max(20, int(minutes * 60 / per_step * 0.9))  # 10% for the held-out scores
     started = time.perf_counter()
     runs = {}

@@ -8,8 +8,8 @@ pipeline's recipe takes to reach the AdamW recipe's final validation bits, as a 
 run's steps.
 
 nanoGPT's CPU recipe is left out here: it is a model of 4 layers of 128 at context 64, the small
-scale that benchmarks/recipes.py measures. The recipes, their steps (the least of probes taken in
-turn until two agree, then the budget over a step's seconds, 10% left for the held-out scores) and
+scale that benchmarks/recipes.py measures. The recipes, their steps (the least of two probes that
+agree, taken in turn until two do, then the budget over a step's seconds, 10% for the scores) and
 their runs are recipe_runs.py's; each run scores the same 256 validation windows, drawn once from
 the seed, about ten times. A step count to reach a value is read off those scores, linearly between
 the two that straddle it. Figures go to reports/bench/<report>.json.
@@ -144,7 +144,7 @@ def main() -> None:
             "share_of_adamw_steps": None if reached is None else round(reached / adamw["steps"], 3),
         }  # fmt: skip
     if PIPELINE in probes:
-        share = update_cost["newton-schulz"]["median_s"] / min(probes[PIPELINE])
+        share = update_cost["newton-schulz"]["median_s"] / recipe_runs.agreed(probes[PIPELINE])
         report["newton_schulz_share_of_pipeline_step"] = round(share, 4)
     measure.write_report(measure.REPORTS / f"{args.report}.json", report)
 

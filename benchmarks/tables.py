@@ -15,6 +15,7 @@ FLAT = "the time after {configuration/steps_done/0} steps"
 CHAR = "/runs/char/"
 BITS = "characters' bits per byte"
 UNREACHED = "not reached in {/steps} steps"
+PIPELINE = ("new recipe, SwiGLU", "the pipeline's recipe")  # recipes.py's name of it, in words
 MUON_COST = (
     Row("Muon's update of the model's weights", "update_seconds/muon update/median_s", "s",
         "AdamW's", "update_seconds/adamw update/median_s", "muon_update_over_adamw_update",
@@ -34,6 +35,12 @@ def recipes_row(budget: str, against: tuple[str, str] = ("adamw", "the AdamW rec
         words, f"/budgets/{budget}/{key}/best_bits_per_byte", QUOTIENT, f"{words}'s bits",
         each=f"budgets/{budget}/*",
     )  # fmt: skip
+
+
+def two_minutes(title: str, text: str, against: tuple[str, str] = PIPELINE) -> Table:
+    """A two-minute recipes report: each recipe's best bits against `against`; Muon's update."""
+    return Table("Model sizes and quality", title, f"As the recipes above, {text}",
+                 (recipes_row("2 minutes", against), MUON_COST[0]))  # fmt: skip
 
 
 LARGE_COSTS = (
@@ -273,20 +280,18 @@ TABLES = {
         "Recipes for four minutes, a second text",
         "As the recipes of the second text, for four minutes: the AdamW recipe, nanoGPT's, "
         "nanochat's and the pipeline's.", (recipes_row("4 minutes"), MUON_COST[0])),
-    "recipes_x0_mix": Table("Model sizes and quality", "The x0 mix over the pipeline's recipe",
-        "As the recipes above, the pipeline's recipe alone and with nanochat's x0 mix "
-        "(`--x0-mix 0.1`).",
-        (recipes_row("2 minutes", ("new recipe, SwiGLU", "the pipeline's recipe")), MUON_COST[0])),
-    "recipes_value_embeddings": Table("Model sizes and quality",
-        "Value embeddings over the pipeline's recipe",
-        "As the recipes above, the pipeline's recipe alone and with nanochat's value embeddings "
-        "(`--value-embeddings 2`).",
-        (recipes_row("2 minutes", ("new recipe, SwiGLU", "the pipeline's recipe")), MUON_COST[0])),
-    "recipes_nanochat_whole": Table("Model sizes and quality",
-        "nanochat's recipe with its x0 mix and value embeddings",
-        "As the recipes above, nanochat's recipe alone and with its residual and x0 scalars and "
-        "value embeddings (`--x0-mix 0.1 --value-embeddings 2`).",
-        (recipes_row("2 minutes", ("nanochat", "nanochat's recipe")), MUON_COST[0])),
+    "recipes_x0_mix": two_minutes("The x0 mix over the pipeline's recipe", "the pipeline's recipe "
+        "alone and with nanochat's x0 mix (`--x0-mix 0.1`)."),
+    "recipes_value_embeddings": two_minutes("Value embeddings over the pipeline's recipe", "the "
+        "pipeline's recipe alone and with nanochat's value embeddings (`--value-embeddings 2`)."),
+    "recipes_nanochat_whole": two_minutes("nanochat's recipe with its x0 mix and value embeddings",
+        "nanochat's recipe alone and with its residual and x0 scalars and value embeddings "
+        "(`--x0-mix 0.1 --value-embeddings 2`).", ("nanochat", "nanochat's recipe")),
+    "recipes_head_to_head": two_minutes("Recipes head to head", "in one run: nanoGPT's, nanochat's "
+        "alone and whole, and the pipeline's alone and with a key and value head for each query "
+        "head and value embeddings.", ("nanochat, x0 mix, value embeddings", "nanochat's whole")),
+    "recipes_python_head_to_head": two_minutes("The pipeline's recipe head to head, a second text",
+        "on the second text: the pipeline's alone and with multi-head attention, value embeddings."),
     "recipes_large": larger_scale("Recipes at a larger scale", "each at the best of its rates"),
     # Its update timings were taken while other work shared the CPU: the 7 minutes' stand.
     "recipes_large_30": larger_scale("Recipes at a larger scale, 30 minutes",

@@ -218,8 +218,8 @@ def test_the_recipes_table_is_what_benchmarks_recipes_measured():
 def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
     """docs/training.md: every recipe measured on the default documents for two minutes and for
     four, then on the second text for two and for four, then the x0 mix and the value
-    embeddings over the pipeline's recipe, then nanochat's recipe with both: its steps, seconds
-    and best bits per byte (rate)."""
+    embeddings over the pipeline's recipe, then nanochat's recipe with both, then those head to
+    head on both texts: its steps, seconds and best bits per byte (rate)."""
     page = (ROOT / "docs" / "training.md").read_text()
     assert RECIPE_ROW.findall(page) == (
         recipe_rows("recipes")
@@ -229,6 +229,8 @@ def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
         + recipe_rows("recipes_x0_mix")
         + recipe_rows("recipes_value_embeddings")
         + recipe_rows("recipes_nanochat_whole")
+        + recipe_rows("recipes_head_to_head")
+        + recipe_rows("recipes_python_head_to_head")
     )
 
 
