@@ -67,8 +67,8 @@ SCRIPTS = {
     'nanochat "nanochat, x0 mix, value embeddings" "new recipe, SwiGLU" '
     '"new recipe, SwiGLU, MHA, value embeddings" --nanochat-rates 0.01 0.02 0.04',
     "recipes_python_head_to_head": "recipes.py --minutes 2 --documents python-topics --report "
-    'recipes_python_head_to_head --recipes "new recipe, SwiGLU" "new recipe, SwiGLU, MHA, value '
-    'embeddings" --muon-rates 0.02 0.04',
+    'recipes_python_head_to_head --recipes "new recipe, SwiGLU" "new recipe, SwiGLU, value '
+    'embeddings" "new recipe, SwiGLU, MHA, value embeddings" --muon-rates 0.02 0.04',
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
     "recipes_python_4_minutes": "recipes.py --minutes 4 --documents python-topics --report "

@@ -291,7 +291,7 @@ TABLES = {
         "alone and whole, and the pipeline's alone and with a key and value head for each query "
         "head and value embeddings.", ("nanochat, x0 mix, value embeddings", "nanochat's whole")),
     "recipes_python_head_to_head": two_minutes("The pipeline's recipe head to head, a second text",
-        "on the second text: the pipeline's alone and with multi-head attention, value embeddings."),
+        "on the second text: the pipeline's alone, with value embeddings, and with MHA too."),
     "recipes_large": larger_scale("Recipes at a larger scale", "each at the best of its rates"),
     # Its update timings were taken while other work shared the CPU: the 7 minutes' stand.
     "recipes_large_30": larger_scale("Recipes at a larger scale, 30 minutes",
