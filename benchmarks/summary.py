@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from recipe_tables import RECIPE_SCRIPTS
 from table_form import QUOTIENT, Row, Table
 from tables import TABLES
 
@@ -51,28 +52,7 @@ SCRIPTS = {
     "hub_models": "hub_models.py",
     "recent_models": "hub_models.py --models gemma3_270m,qwen3_0.6b --report recent_models",
     "quality_for_time": "quality_for_time.py",
-    "recipes": "recipes.py --minutes 2",
-    "recipes_4_minutes": "recipes.py --minutes 4 --report recipes_4_minutes --recipes adamw nanogpt "
-    'nanochat "new recipe, SwiGLU"',
-    "recipes_large": "recipes_large.py --minutes 7",
-    "recipes_large_30": "recipes_large.py --minutes 30 --rates-from recipes_large --report "
-    "recipes_large_30",
-    "recipes_x0_mix": 'recipes.py --minutes 2 --report recipes_x0_mix --recipes "new recipe, SwiGLU" '
-    '"new recipe, SwiGLU, x0 mix" --muon-rates 0.02 0.04',
-    "recipes_value_embeddings": "recipes.py --minutes 2 --report recipes_value_embeddings --recipes "
-    '"new recipe, SwiGLU" "new recipe, SwiGLU, value embeddings" --muon-rates 0.02 0.04',
-    "recipes_nanochat_whole": "recipes.py --minutes 2 --report recipes_nanochat_whole --recipes "
-    'nanochat "nanochat, x0 mix, value embeddings"',
-    "recipes_head_to_head": "recipes.py --minutes 2 --report recipes_head_to_head --recipes nanogpt "
-    'nanochat "nanochat, x0 mix, value embeddings" "new recipe, SwiGLU" '
-    '"new recipe, SwiGLU, MHA, value embeddings" --nanochat-rates 0.01 0.02 0.04',
-    "recipes_python_head_to_head": "recipes.py --minutes 2 --documents python-topics --report "
-    'recipes_python_head_to_head --recipes "new recipe, SwiGLU" "new recipe, SwiGLU, value '
-    'embeddings" "new recipe, SwiGLU, MHA, value embeddings" --muon-rates 0.02 0.04',
-    "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
-    '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
-    "recipes_python_4_minutes": "recipes.py --minutes 4 --documents python-topics --report "
-    'recipes_python_4_minutes --recipes adamw nanogpt nanochat "new recipe, SwiGLU"',
+    **RECIPE_SCRIPTS,
     "cpu_bf16": "cpu_bf16.py",
     "cpu_bf16_amx": "cpu_bf16.py --report cpu_bf16_amx",
 }
