@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -167,7 +168,7 @@ def probed(root: Path, params: dict, recipes: dict[str, Recipe]) -> dict[str, li
     for name, values in seconds.items():
         if agreed(values) is None:
             raise SystemExit(
-                f"{name}'s probes read {', '.join(f'{v:.3f}' for v in values)} s a step and the "
+                f"{name}'s probes read {', '.join(f'{v:.3f}' for v in values)} s a step and "
                 f"no two lie within {AGREE:.0%} of each other: the CPU's speed varies while they "
                 "run (another process may share it); run the benchmark alone"
             )
@@ -189,22 +190,39 @@ def curve(records) -> list[tuple[int, float]]:
 
 
 def swept(root: Path, params: dict, name: str, recipe: Recipe, minutes: float,
-          probes: list[float]) -> dict:  # fmt: skip
+          probes: list[float], seeds: tuple[int, ...] = (1,)) -> dict:  # fmt: skip
     """The recipe's runs at each of its rates, each of the steps that fill `minutes` at the
-    seconds a step its `probes` agree on."""
+    seconds a step its `probes` agree on; with more than one of `seeds` (the init and train
+    sections' seed: the weights drawn and the windows' order), a rate's figures are the runs'
+    means, its curve the first seed's, and its bits by seed beside them."""
     per_step = agreed(probes)
     steps = max(20, int(minutes * 60 / per_step * 0.9))  # 10% for the held-out scores
     started = time.perf_counter()
     runs = {}
     for rate in recipe.rates:
-        records = trained(root, params, recipe, steps, rate, f"{name}-{minutes}-{rate}")
-        seconds, bits = final_bits(records)
-        runs[str(rate)] = {"seconds": seconds, "bits_per_byte": bits, "curve": curve(records)}
+        by_seed = {}
+        for seed in seeds:
+            seeded = replace(
+                recipe, init=recipe.init | {"seed": seed}, train=recipe.train | {"seed": seed}
+            )
+            records = trained(root, params, seeded, steps, rate, f"{name}-{minutes}-{rate}-{seed}")
+            by_seed[seed] = (*final_bits(records), curve(records))
+        runs[str(rate)] = {
+            "seconds": round(statistics.mean(s for s, _, _ in by_seed.values()), 1),
+            "bits_per_byte": round(statistics.mean(b for _, b, _ in by_seed.values()), 4),
+            "curve": by_seed[seeds[0]][2],
+        }
+        if len(seeds) > 1:
+            runs[str(rate)]["bits_by_seed"] = {str(s): b for s, (_, b, _) in by_seed.items()}
     best = min(runs, key=lambda rate: runs[rate]["bits_per_byte"])
-    return {
+    entry = {
         "init": recipe.init, "train": recipe.train, "relative": recipe.relative,
         "seconds_per_step": round(per_step, 4), "probe_seconds": [round(p, 4) for p in probes],
         "steps": steps,
         "best_learning_rate": float(best), "best_bits_per_byte": runs[best]["bits_per_byte"],
         "runs": runs, "wall_seconds": round(time.perf_counter() - started, 1),
     }  # fmt: skip
+    if len(seeds) > 1:  # how far apart the best rate's seeds end
+        bits = runs[best]["bits_by_seed"].values()
+        entry["best_seed_spread"] = round(max(bits) - min(bits), 4)
+    return entry

@@ -27,11 +27,14 @@ least of its probes (10 steps, or as many as take 3 s after the first two) that 
 5% of gives the seconds a step takes, and the run is the budget over that (10% left for the
 held-out scores). The probes are taken in turn with the other recipes' until two agree: a first one
 runs cold, and one that another process slows reads more; probes that never agree stop the
-benchmark. Every run scores the whole validation pool about ten times; bits per byte are over the
-text the windows hold. Figures go to reports/bench/<report>.json.
+benchmark. With `--seeds`, each rate runs once a seed (the weights drawn and the windows' order
+differ) and its figures are the runs' mean, its bits by seed beside them. Every run scores the
+whole validation pool about ten times; bits per byte are over the text the windows hold. Figures
+go to reports/bench/<report>.json.
 
     .venv/bin/python benchmarks/recipes.py [--minutes 2 4] [--recipes adamw muon] [--report recipes]
-        [--muon-rates 0.01 0.02 0.04] [--nanochat-rates 0.005 0.01 0.02] [--documents python-topics]
+        [--muon-rates 0.01 0.02 0.04] [--nanogpt-rates 0.0005 0.001 0.002]
+        [--nanochat-rates 0.005 0.01 0.02] [--documents python-topics] [--seeds 1 2 3]
 
 `--documents python-topics` trains on the Python language reference that pydoc keeps (its 79
 topics, 465,000 characters in Python 3.11.7), a second text that every machine with Python has."""
@@ -126,13 +129,16 @@ def main() -> None:
     parser.add_argument("--report", default="recipes")
     parser.add_argument("--documents", default="torch-docs", choices=list(DOCUMENTS))
     parser.add_argument("--muon-rates", type=float, nargs="+", default=list(MUON_RATES))
-    parser.add_argument(
-        "--nanochat-rates", type=float, nargs="+", default=list(RECIPES["nanochat"].rates)
-    )
+    for name in ("nanogpt", "nanochat"):
+        parser.add_argument(
+            f"--{name}-rates", type=float, nargs="+", default=list(RECIPES[name].rates)
+        )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1])
     args = parser.parse_args()
     params = measure.adamw_params()  # the ablation is over the AdamW default
-    swept_rates = {  # the Muon recipes and nanochat's sweep the rates asked for
+    swept_rates = {  # the Muon recipes, nanoGPT's and nanochat's sweep the rates asked for
         MUON_RATES: tuple(args.muon_rates),
+        RECIPES["nanogpt"].rates: tuple(args.nanogpt_rates),
         RECIPES["nanochat"].rates: tuple(args.nanochat_rates),
     }
     recipes = {
@@ -148,7 +154,7 @@ def main() -> None:
         probes = probed(root, params, recipes)
         for minutes in args.minutes:
             budgets[f"{minutes:g} minutes"] = {
-                name: swept(root, params, name, recipe, minutes, probes[name])
+                name: swept(root, params, name, recipe, minutes, probes[name], tuple(args.seeds))
                 for name, recipe in recipes.items()
             }
         update_cost = newton_schulz_share(root, params, args.repeats)
@@ -156,6 +162,7 @@ def main() -> None:
     report = {
         "benchmark": "validation bits per byte at equal wall time by recipe; Muon's update cost",
         "documents": {"name": args.documents, "sha256": digest},
+        "seeds": args.seeds,
         "budgets": budgets,
         "update_seconds": update_cost,
         "muon_update_over_adamw_update": round(
