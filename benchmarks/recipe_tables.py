@@ -34,6 +34,21 @@ def two_minutes(title: str, text: str, against: tuple[str, str] = PIPELINE) -> T
                  (recipes_row("2 minutes", against), MUON_COST[0]))  # fmt: skip
 
 
+def seeded(title: str, text: str, against: tuple[str, str] = PIPELINE) -> Table:
+    """A two-minute recipes report run at several seeds: each recipe's mean bits at its best rate
+    against `against`, and how far apart its seeds ended."""
+    key, words = against
+    return Table("Model sizes and quality", title, f"As the recipes above, {text}", (
+        Row("Mean validation bits per byte of the seeds, 2 minutes, {*} ({steps} steps of "
+            "{seconds_per_step:s} at learning rate {best_learning_rate})", "best_bits_per_byte",
+            "bits/byte", words, f"/budgets/2 minutes/{key}/best_bits_per_byte", QUOTIENT,
+            f"{words}'s bits", each="budgets/2 minutes/*"),
+        Row("The most bits less the least among the seeds at that rate, {*}", "best_seed_spread",
+            "bits/byte", each="budgets/2 minutes/*"),
+        MUON_COST[0],
+    ))  # fmt: skip
+
+
 LARGE_COSTS = (
     Row("Muon's update of the model's weights", "update_seconds/muon update/median_s", "s",
         "AdamW's", "update_seconds/adamw update/median_s", QUOTIENT, "AdamW's update time"),
@@ -94,6 +109,10 @@ RECIPE_TABLES = {
         "head and value embeddings.", ("nanochat, x0 mix, value embeddings", "nanochat's whole")),
     "recipes_python_head_to_head": two_minutes("The pipeline's recipe head to head, a second text",
         "on the second text: the pipeline's alone, with value embeddings, and with MHA too."),
+    "recipes_seeds": seeded("Recipes head to head, three seeds", "each recipe at its best rate "
+        "of the head to head, at three seeds (the weights drawn and the windows' order): nanoGPT's "
+        "(and at twice its rate), nanochat's alone and whole, and the pipeline's alone and with "
+        "value embeddings."),
     "recipes_large": larger_scale("Recipes at a larger scale", "each at the best of its rates"),
     # Its update timings were taken while other work shared the CPU: the 7 minutes' stand.
     "recipes_large_30": larger_scale("Recipes at a larger scale, 30 minutes",
@@ -120,6 +139,9 @@ RECIPE_SCRIPTS = {
     "recipes_python_head_to_head": "recipes.py --minutes 2 --documents python-topics --report "
     'recipes_python_head_to_head --recipes "new recipe, SwiGLU" "new recipe, SwiGLU, value '
     'embeddings" "new recipe, SwiGLU, MHA, value embeddings" --muon-rates 0.02 0.04',
+    "recipes_seeds": "recipes.py --minutes 2 --report recipes_seeds --recipes nanogpt nanochat "
+    '"nanochat, x0 mix, value embeddings" "new recipe, SwiGLU" "new recipe, SwiGLU, value '
+    'embeddings" --nanogpt-rates 0.002 0.004 --nanochat-rates 0.02 --muon-rates 0.02 --seeds 1 2 3',
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
     "recipes_python_4_minutes": "recipes.py --minutes 4 --documents python-topics --report "

@@ -149,7 +149,7 @@ def test_every_learning_rate_of_the_sweep_is_in_docs_models():
     )
 
 
-# A recipe's row in docs/training.md: its name, steps, the best run's seconds of steps and scores,
+# A recipe's row in docs/recipes.md: its name, steps, the best run's seconds of steps and scores,
 # and its validation bits per byte (its rate); in the README, steps and bits (rate) at 2 and 4 minutes,
 # then bits (rate) on the second text at 2 and 4 minutes, and at the larger scale, or a dash for a
 # recipe not run there.
@@ -159,7 +159,7 @@ README_RECIPE_ROW = re.compile(
     r"\| (\d\.\d{3} \(\S+\)) \| (\d\.\d{3} \(\S+\)) \| (\d\.\d{3} \(\S+\)|—) \| (\d\.\d{3} \(\S+\)|—) \|$",
     re.M,
 )
-# The recipes of README's table, in its order; docs/training.md has every recipe measured.
+# The recipes of README's table, in its order; docs/recipes.md has every recipe measured.
 README_RECIPES = ("adamw", "nanogpt", "nanochat", "new recipe, SwiGLU")
 
 
@@ -216,11 +216,11 @@ def test_the_recipes_table_is_what_benchmarks_recipes_measured():
 
 
 def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
-    """docs/training.md: every recipe measured on the default documents for two minutes and for
+    """docs/recipes.md: every recipe measured on the default documents for two minutes and for
     four, then on the second text for two and for four, then the x0 mix and the value
     embeddings over the pipeline's recipe, then nanochat's recipe with both, then those head to
     head on both texts: its steps, seconds and best bits per byte (rate)."""
-    page = (ROOT / "docs" / "training.md").read_text()
+    page = (ROOT / "docs" / "recipes.md").read_text()
     assert RECIPE_ROW.findall(page) == (
         recipe_rows("recipes")
         + recipe_rows("recipes_4_minutes", budget="4 minutes")
@@ -234,14 +234,33 @@ def test_the_ablation_in_docs_training_is_what_benchmarks_recipes_measured():
     )
 
 
+# A recipe's row at several seeds: its name, rate, steps, mean bits per byte, each seed's bits.
+SEEDED_ROW = re.compile(r"^\| [^|]+ \| (\S+) \| (\d+) \| (\d\.\d{3})((?: \| \d\.\d{3})+) \|$", re.M)
+
+
+def test_the_seeds_in_docs_recipes_are_what_benchmarks_recipes_measured():
+    """docs/recipes.md: each recipe of the three seeds' report at each rate it ran, its steps, its
+    mean bits per byte and each seed's, in the report's order."""
+    measured = json.loads((ROOT / "reports" / "bench" / "recipes_seeds.json").read_text())
+    page = (ROOT / "docs" / "recipes.md").read_text()
+    assert SEEDED_ROW.findall(page) == [
+        (f"{float(rate):g}", str(entry["steps"]), f"{run['bits_per_byte']:.3f}",
+         "".join(f" | {bits:.3f}" for bits in run["bits_by_seed"].values()))
+        for entry in measured["budgets"]["2 minutes"].values()
+        for rate, run in entry["runs"].items()
+    ]  # fmt: skip
+    seeds = " ".join(str(seed) for seed in measured["seeds"])
+    assert f"--seeds {seeds}" in page and len(measured["seeds"]) == 3
+
+
 # A recipe's row at the larger scale: its name, steps, seconds a step, bits per byte (rate).
 LARGE_ROW = re.compile(r"^\| [^|]+ \| (\d+) \| (\d\.\d{2}) \| (\d\.\d{3}) \((\S+)\) \|$", re.M)
 
 
 def test_the_larger_scale_in_docs_training_is_what_benchmarks_recipes_large_measured():
-    """docs/training.md: each recipe's steps, seconds a step and best bits per byte (rate) at the
+    """docs/recipes.md: each recipe's steps, seconds a step and best bits per byte (rate) at the
     larger scale, and the steps the pipeline's recipe took to the AdamW recipe's final bits."""
-    page = (ROOT / "docs" / "training.md").read_text()
+    page = (ROOT / "docs" / "recipes.md").read_text()
     measured = [larger_scale(report) for report in LARGER_SCALE]
     assert LARGE_ROW.findall(page) == [
         (str(entry["steps"]), f"{entry['seconds_per_step']:.2f}",
