@@ -113,6 +113,8 @@ RECIPE_TABLES = {
         "of the head to head, at three seeds (the weights drawn and the windows' order): nanoGPT's "
         "(and at twice its rate), nanochat's alone and whole, and the pipeline's alone and with "
         "value embeddings."),
+    "recipes_python_seeds": seeded("The pipeline's recipe at three seeds, a second text", "on the "
+        "second text at three seeds: the pipeline's recipe alone and with value embeddings."),
     "recipes_large": larger_scale("Recipes at a larger scale", "each at the best of its rates"),
     # Its update timings were taken while other work shared the CPU: the 7 minutes' stand.
     "recipes_large_30": larger_scale("Recipes at a larger scale, 30 minutes",
@@ -142,6 +144,9 @@ RECIPE_SCRIPTS = {
     "recipes_seeds": "recipes.py --minutes 2 --report recipes_seeds --recipes nanogpt nanochat "
     '"nanochat, x0 mix, value embeddings" "new recipe, SwiGLU" "new recipe, SwiGLU, value '
     'embeddings" --nanogpt-rates 0.002 0.004 --nanochat-rates 0.02 --muon-rates 0.02 --seeds 1 2 3',
+    "recipes_python_seeds": "recipes.py --minutes 2 --documents python-topics --report "
+    'recipes_python_seeds --recipes "new recipe, SwiGLU" "new recipe, SwiGLU, value embeddings" '
+    "--muon-rates 0.02 --seeds 1 2 3",
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',
     "recipes_python_4_minutes": "recipes.py --minutes 4 --documents python-topics --report "

@@ -239,18 +239,21 @@ SEEDED_ROW = re.compile(r"^\| [^|]+ \| (\S+) \| (\d+) \| (\d\.\d{3})((?: \| \d\.
 
 
 def test_the_seeds_in_docs_recipes_are_what_benchmarks_recipes_measured():
-    """docs/recipes.md: each recipe of the three seeds' report at each rate it ran, its steps, its
-    mean bits per byte and each seed's, in the report's order."""
-    measured = json.loads((ROOT / "reports" / "bench" / "recipes_seeds.json").read_text())
+    """docs/recipes.md: each recipe of the three seeds' reports (the default documents, then the
+    second text) at each rate it ran, its steps, its mean bits per byte and each seed's."""
+    reports = ("recipes_seeds", "recipes_python_seeds")
+    measured = [json.loads((ROOT / "reports" / "bench" / f"{r}.json").read_text()) for r in reports]
     page = (ROOT / "docs" / "recipes.md").read_text()
     assert SEEDED_ROW.findall(page) == [
         (f"{float(rate):g}", str(entry["steps"]), f"{run['bits_per_byte']:.3f}",
          "".join(f" | {bits:.3f}" for bits in run["bits_by_seed"].values()))
-        for entry in measured["budgets"]["2 minutes"].values()
+        for report in measured
+        for entry in report["budgets"]["2 minutes"].values()
         for rate, run in entry["runs"].items()
     ]  # fmt: skip
-    seeds = " ".join(str(seed) for seed in measured["seeds"])
-    assert f"--seeds {seeds}" in page and len(measured["seeds"]) == 3
+    for report in measured:
+        seeds = " ".join(str(seed) for seed in report["seeds"])
+        assert f"--seeds {seeds}" in " ".join(page.split()) and len(report["seeds"]) == 3
 
 
 # A recipe's row at the larger scale: its name, steps, seconds a step, bits per byte (rate).
