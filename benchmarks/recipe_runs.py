@@ -200,20 +200,21 @@ def swept(root: Path, params: dict, name: str, recipe: Recipe, minutes: float,
     started = time.perf_counter()
     runs = {}
     for rate in recipe.rates:
-        by_seed = {}
+        seconds, bits, curves = {}, {}, {}
         for seed in seeds:
             seeded = replace(
                 recipe, init=recipe.init | {"seed": seed}, train=recipe.train | {"seed": seed}
             )
             records = trained(root, params, seeded, steps, rate, f"{name}-{minutes}-{rate}-{seed}")
-            by_seed[seed] = (*final_bits(records), curve(records))
+            seconds[seed], bits[seed] = final_bits(records)
+            curves[seed] = curve(records)
         runs[str(rate)] = {
-            "seconds": round(statistics.mean(s for s, _, _ in by_seed.values()), 1),
-            "bits_per_byte": round(statistics.mean(b for _, b, _ in by_seed.values()), 4),
-            "curve": by_seed[seeds[0]][2],
+            "seconds": round(statistics.mean(seconds.values()), 1),
+            "bits_per_byte": round(statistics.mean(bits.values()), 4),
+            "curve": curves[seeds[0]],
         }
         if len(seeds) > 1:
-            runs[str(rate)]["bits_by_seed"] = {str(s): b for s, (_, b, _) in by_seed.items()}
+            runs[str(rate)]["bits_by_seed"] = {str(seed): b for seed, b in bits.items()}
     best = min(runs, key=lambda rate: runs[rate]["bits_per_byte"])
     entry = {
         "init": recipe.init, "train": recipe.train, "relative": recipe.relative,

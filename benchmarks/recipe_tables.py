@@ -16,12 +16,13 @@ MUON_COST = (
 )  # fmt: skip
 
 
-def recipes_row(budget: str, against: tuple[str, str] = ("adamw", "the AdamW recipe")) -> Row:
+def recipes_row(budget: str, against: tuple[str, str] = ("adamw", "the AdamW recipe"),
+                figure: str = "Best validation bits per byte") -> Row:  # fmt: skip
     """Each recipe's best validation bits per byte in `budget` (such as "2 minutes"), against the
-    recipe `against` names (its key, its name in words)."""
+    recipe `against` names (its key, its name in words); `figure` says what they are in words."""
     key, words = against
     return Row(
-        f"Best validation bits per byte, {budget}, {{*}} ({{steps}} steps of {{seconds_per_step:s}} "
+        f"{figure}, {budget}, {{*}} ({{steps}} steps of {{seconds_per_step:s}} "
         "at learning rate {best_learning_rate})", "best_bits_per_byte", "bits/byte",
         words, f"/budgets/{budget}/{key}/best_bits_per_byte", QUOTIENT, f"{words}'s bits",
         each=f"budgets/{budget}/*",
@@ -37,12 +38,8 @@ def two_minutes(title: str, text: str, against: tuple[str, str] = PIPELINE) -> T
 def seeded(title: str, text: str, against: tuple[str, str] = PIPELINE) -> Table:
     """A two-minute recipes report run at several seeds: each recipe's mean bits at its best rate
     against `against`, and how far apart its seeds ended."""
-    key, words = against
     return Table("Model sizes and quality", title, f"As the recipes above, {text}", (
-        Row("Mean validation bits per byte of the seeds, 2 minutes, {*} ({steps} steps of "
-            "{seconds_per_step:s} at learning rate {best_learning_rate})", "best_bits_per_byte",
-            "bits/byte", words, f"/budgets/2 minutes/{key}/best_bits_per_byte", QUOTIENT,
-            f"{words}'s bits", each="budgets/2 minutes/*"),
+        recipes_row("2 minutes", against, "Mean validation bits per byte of the seeds"),
         Row("The most bits less the least among the seeds at that rate, {*}", "best_seed_spread",
             "bits/byte", each="budgets/2 minutes/*"),
         MUON_COST[0],
