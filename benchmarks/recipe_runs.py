@@ -70,6 +70,11 @@ RECIPES = {
     "new recipe": Recipe(MODEL, MUON | WSD, MUON_RATES),
     # What LlamaForCausalLM's kin compute: Qwen3ForCausalLM exports it.
     "new recipe, SwiGLU": Recipe(MODEL | {"mlp": None}, MUON | WSD, MUON_RATES),
+    # The pipeline's with SwiGLU's three matrices 344 wide (8/3 of the width: the numbers of two 4
+    # times as wide) and a key and value head for each query head: a step 13% shorter.
+    "new recipe, SwiGLU 344, MHA": Recipe(
+        MODEL | {"mlp": None, "d_ff": 344, "kv_heads": None}, MUON | WSD, MUON_RATES
+    ),
     # The pipeline's with nanochat's x0 mix, which no transformers class computes.
     "new recipe, SwiGLU, x0 mix": Recipe(
         MODEL | {"mlp": None, "x0_mix": 0.1}, MUON | WSD, MUON_RATES

@@ -112,6 +112,12 @@ RECIPE_TABLES = {
         "value embeddings."),
     "recipes_python_seeds": seeded("The pipeline's recipe at three seeds, a second text", "on the "
         "second text at three seeds: the pipeline's recipe alone and with value embeddings."),
+    "recipes_pipeline_seeds": seeded("Another shape for the pipeline's recipe, three seeds", "at "
+        "three seeds, each recipe at its best rate: nanoGPT's, nanochat's, the pipeline's, and "
+        "that with SwiGLU 344 wide and a key and value head for each query head."),
+    "recipes_python_pipeline_seeds": seeded("Another shape for the pipeline's recipe, three seeds, "
+        "a second text", "on the second text at three seeds: the pipeline's recipe, and that with "
+        "SwiGLU 344 wide and a key and value head for each query head."),
     "recipes_large": larger_scale("Recipes at a larger scale", "each at the best of its rates"),
     # Its update timings were taken while other work shared the CPU: the 7 minutes' stand.
     "recipes_large_30": larger_scale("Recipes at a larger scale, 30 minutes",
@@ -143,6 +149,12 @@ RECIPE_SCRIPTS = {
     'embeddings" --nanogpt-rates 0.002 0.004 --nanochat-rates 0.02 --muon-rates 0.02 --seeds 1 2 3',
     "recipes_python_seeds": "recipes.py --minutes 2 --documents python-topics --report "
     'recipes_python_seeds --recipes "new recipe, SwiGLU" "new recipe, SwiGLU, value embeddings" '
+    "--muon-rates 0.02 --seeds 1 2 3",
+    "recipes_pipeline_seeds": "recipes.py --minutes 2 --report recipes_pipeline_seeds --recipes "
+    'nanogpt nanochat "new recipe, SwiGLU" "new recipe, SwiGLU 344, MHA" --nanogpt-rates 0.002 '
+    "--nanochat-rates 0.02 --muon-rates 0.02 --seeds 1 2 3",
+    "recipes_python_pipeline_seeds": "recipes.py --minutes 2 --documents python-topics --report "
+    'recipes_python_pipeline_seeds --recipes "new recipe, SwiGLU" "new recipe, SwiGLU 344, MHA" '
     "--muon-rates 0.02 --seeds 1 2 3",
     "recipes_python": "recipes.py --minutes 2 --documents python-topics --report recipes_python "
     '--recipes adamw nanogpt nanochat "new recipe" "new recipe, SwiGLU"',

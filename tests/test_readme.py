@@ -240,8 +240,14 @@ SEEDED_ROW = re.compile(r"^\| [^|]+ \| (\S+) \| (\d+) \| (\d\.\d{3})((?: \| \d\.
 
 def test_the_seeds_in_docs_recipes_are_what_benchmarks_recipes_measured():
     """docs/recipes.md: each recipe of the three seeds' reports (the default documents, then the
-    second text) at each rate it ran, its steps, its mean bits per byte and each seed's."""
-    reports = ("recipes_seeds", "recipes_python_seeds")
+    second text; then another shape on each) at each rate it ran, its steps, its mean bits per
+    byte and each seed's."""
+    reports = (
+        "recipes_seeds",
+        "recipes_python_seeds",
+        "recipes_pipeline_seeds",
+        "recipes_python_pipeline_seeds",
+    )
     measured = [json.loads((ROOT / "reports" / "bench" / f"{r}.json").read_text()) for r in reports]
     page = (ROOT / "docs" / "recipes.md").read_text()
     assert SEEDED_ROW.findall(page) == [
