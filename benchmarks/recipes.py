@@ -4,8 +4,8 @@ before today's, measure.adamw_params), nanoGPT's CPU recipe and nanochat's at th
 of today's recipe alone over the AdamW recipe (Muon, ReLU squared, QK-norm, unscaled norms, zero
 output projections with a small head, a logit cap, warmup-stable-decay) and all of them at once
 (with SwiGLU, the pipeline's params.yaml; that with nanochat's x0 mix; and that with SwiGLU 344
-wide and a key and value head for each query head), each at the best of three learning rates; and Muon's update cost beside AdamW's, with the Newton-Schulz iterations'
-share of a step.
+wide and a key and value head for each query head), each at the best of three learning rates; and
+Muon's update cost beside AdamW's, with the Newton-Schulz iterations' share of a step.
 
 Every recipe runs in Zrodlo's trainer on the same tokens with one evaluator, so that what differs
 is the recipe: nanoGPT's is its README's CPU command (GPT-2's decoder, 4 layers of 128, context
